@@ -1,0 +1,391 @@
+"""Record types of the event log: controller inputs, state transitions and broker requests.
+
+Every record is an immutable ``NamedTuple`` whose positional layout *is* its wire layout:
+msgpack packs a tuple as an array, so encoding a record costs no conversion. The first
+seven fields are the same for every kind (the *header*)::
+
+    kind, v, offset, controller_id, controller_epoch, timestamp_ms, cause_offset
+
+``kind`` names the record type (see ``KINDS``), ``v`` its schema version, ``offset`` its
+position in the log, ``controller_id``/``controller_epoch`` the controller that wrote it
+(-1/0 when no controller was involved), ``timestamp_ms`` the simulated time, and
+``cause_offset`` the offset of the input record whose processing produced it (an input
+record names itself).
+
+Broker ids, partitions and epochs are ints; replica lists and ISRs are tuples of ints;
+replica and partition states are Kafka's state bytes (``statemachines`` maps them to
+names). Records are built by :class:`events.journal.Journal` or with ``Kind.make(...)``.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+SCHEMA_VERSION = 1
+
+HEADER_FIELDS = (
+    "kind", "v", "offset", "controller_id", "controller_epoch", "timestamp_ms", "cause_offset",
+)
+HEADER_LEN = len(HEADER_FIELDS)
+
+# Entities of transition records.
+ENTITY_REPLICA = 0
+ENTITY_PARTITION = 1
+
+# How a partition's leader was chosen (PartitionTransition.election).
+ELECTION_NONE = 0              # no election (OfflinePartition, NonExistentPartition, NewPartition)
+ELECTION_NEW_PARTITION = 1     # initializeLeaderAndIsrForPartitions: first live replica
+ELECTION_OFFLINE = 2           # OfflinePartitionLeaderElectionStrategy, leader from the ISR
+ELECTION_OFFLINE_UNCLEAN = 3   # OfflinePartitionLeaderElectionStrategy, leader outside the ISR
+ELECTION_REASSIGN = 4
+ELECTION_PREFERRED = 5
+ELECTION_CONTROLLED_SHUTDOWN = 6
+ELECTION_NAMES = {
+    ELECTION_NONE: "none",
+    ELECTION_NEW_PARTITION: "new_partition",
+    ELECTION_OFFLINE: "offline",
+    ELECTION_OFFLINE_UNCLEAN: "offline_unclean",
+    ELECTION_REASSIGN: "reassign",
+    ELECTION_PREFERRED: "preferred",
+    ELECTION_CONTROLLED_SHUTDOWN: "controlled_shutdown",
+}
+
+# Broker request APIs (RequestSent.api), Kafka's ApiKeys ids.
+API_LEADER_AND_ISR = 4
+API_STOP_REPLICA = 5
+API_UPDATE_METADATA = 6
+API_NAMES = {API_LEADER_AND_ISR: "LeaderAndIsr", API_STOP_REPLICA: "StopReplica",
+             API_UPDATE_METADATA: "UpdateMetadata"}
+
+# LeaderRecoveryState (KIP-704).
+RECOVERED = 0
+RECOVERING = 1
+
+NO_LEADER = -1            # LeaderAndIsr.NoLeader
+LEADER_DURING_DELETE = -2  # LeaderAndIsr.LeaderDuringDelete
+NO_EPOCH = -1
+EPOCH_DURING_DELETE = -2
+
+
+class _RecordMixin:
+    """Helpers shared by all record classes (attached after class creation)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def make(cls, *, offset: int = -1, controller_id: int = -1, controller_epoch: int = 0,
+             timestamp_ms: int = 0, cause_offset: int = -1, v: int = SCHEMA_VERSION, **body: Any):
+        """Build a record from keyword arguments; header fields default to "unknown"."""
+        values = [cls.KIND, v, offset, controller_id, controller_epoch, timestamp_ms, cause_offset]
+        missing = [f for f in cls._fields[HEADER_LEN:] if f not in body]
+        extra = set(body) - set(cls._fields[HEADER_LEN:])
+        if missing or extra:
+            raise TypeError(f"{cls.__name__}.make(): missing fields {missing}, unknown fields {sorted(extra)}")
+        values.extend(body[f] for f in cls._fields[HEADER_LEN:])
+        return tuple.__new__(cls, values)
+
+    def body(self) -> tuple:
+        """The kind-specific fields, after the common header."""
+        return tuple(self[HEADER_LEN:])
+
+    def to_dict(self) -> dict:
+        """A JSON-friendly dict with field names (tuples stay tuples)."""
+        d = self._asdict()
+        d["type"] = type(self).__name__
+        return d
+
+    @property
+    def is_input(self) -> bool:
+        return self.KIND < FIRST_OUTPUT_KIND
+
+
+# ---------------------------------------------------------------------------------------------
+# Inputs: what happened to the controller. Kinds 1..39.
+# ---------------------------------------------------------------------------------------------
+
+class BrokerRegistered(NamedTuple):
+    """A broker registered ``/brokers/ids/<id>`` (startup or re-registration after a new session)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    broker_epoch: int          # czxid of the registration znode
+    host: str
+    port: int
+    rack: str | None
+
+
+class BrokerSessionExpired(NamedTuple):
+    """A broker's store session expired (or it crashed): its ephemeral registration is gone."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+
+
+class TopicCreated(NamedTuple):
+    """``/brokers/topics/<topic>`` was created with this assignment (replicas per partition)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    assignment: tuple          # tuple[tuple[int, ...], ...], index = partition
+    configs: tuple             # tuple[tuple[str, str], ...] topic config overrides, sorted by name
+
+
+class PartitionsAdded(NamedTuple):
+    """Partitions were added to an existing topic (``/brokers/topics/<topic>`` changed)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    assignment: tuple          # tuple[tuple[partition, tuple[replica, ...]], ...]
+
+
+class TopicDeletionRequested(NamedTuple):
+    """``/admin/delete_topics/<topic>`` was created."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+
+
+class ConfigChanged(NamedTuple):
+    """A broker default or topic override changed (value None = deleted), by Kafka config name."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    entity_type: str           # "broker" (cluster default) or "topic"
+    entity_name: str           # "" for the cluster-wide broker default
+    name: str                  # e.g. "unclean.leader.election.enable"
+    value: str | None
+
+
+class ControlledShutdownRequested(NamedTuple):
+    """A broker sent a ControlledShutdown request."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    broker_epoch: int
+
+
+FIRST_OUTPUT_KIND = 40
+
+# ---------------------------------------------------------------------------------------------
+# Outputs: what the controller did. Kinds 40..
+# ---------------------------------------------------------------------------------------------
+
+
+class ControllerElected(NamedTuple):
+    """A broker won the ``/controller`` race; ``controller_epoch`` is its new epoch."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    epoch_zk_version: int
+
+
+class ReplicaTransition(NamedTuple):
+    """A replica moved between ReplicaStateMachine states (``from_state`` may equal ``to_state``)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    partition: int
+    replica: int
+    from_state: int            # ReplicaState byte (1..7)
+    to_state: int
+
+
+class PartitionTransition(NamedTuple):
+    """A partition moved between PartitionStateMachine states; leader/ISR as stored after the move.
+
+    ``leader_epoch`` is -1 when the partition has no leadership information yet.
+    """
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    partition: int
+    from_state: int            # PartitionState byte (0..3)
+    to_state: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int       # zkVersion of the partition's /state znode
+    recovery_state: int        # RECOVERED / RECOVERING
+    election: int              # ELECTION_* code
+
+
+class TransitionFailed(NamedTuple):
+    """A requested transition that was refused (invalid) or failed (e.g. no leader could be elected)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    entity: int                # ENTITY_REPLICA / ENTITY_PARTITION
+    topic: str
+    partition: int
+    replica: int               # -1 for partitions
+    from_state: int
+    to_state: int
+    error: str                 # Kafka exception class, e.g. "IllegalStateException"
+    message: str               # Kafka's exception message
+
+
+class LeaderAndIsrPartition(NamedTuple):
+    """One partition state of a LeaderAndIsr request to ``broker_id``."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    topic: str
+    partition: int
+    state_controller_epoch: int  # epoch of the controller that wrote the stored leader/ISR
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+    replicas: tuple
+    adding_replicas: tuple
+    removing_replicas: tuple
+    is_new: bool
+    recovery_state: int
+
+
+class UpdateMetadataPartition(NamedTuple):
+    """One partition state of the UpdateMetadata requests sent to ``brokers``."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    brokers: tuple
+    topic: str
+    partition: int
+    state_controller_epoch: int
+    leader: int                # LEADER_DURING_DELETE (-2) for topics queued for deletion
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+    replicas: tuple
+    offline_replicas: tuple
+
+
+class StopReplicaPartition(NamedTuple):
+    """One partition of a StopReplica request to ``broker_id``."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    topic: str
+    partition: int
+    leader_epoch: int          # EPOCH_DURING_DELETE (-2) for topics queued for deletion
+    delete_partition: bool
+
+
+class RequestSent(NamedTuple):
+    """A request left the controller for one broker; its partitions are the records just before it."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    api: int                   # API_LEADER_AND_ISR / API_UPDATE_METADATA / API_STOP_REPLICA
+    broker_id: int
+    broker_epoch: int          # the destination's registration epoch (KIP-380)
+    correlation_id: int
+    partition_count: int
+    leader_count: int          # LeaderAndIsr: become-leader partitions
+    delete_count: int          # StopReplica: partitions with deletePartition=true
+    live_brokers: tuple        # UpdateMetadata: live broker ids carried; () otherwise
+
+
+# kind code -> class. Codes are part of the file format: never reuse or renumber one.
+KINDS: dict[int, type] = {
+    1: BrokerRegistered,
+    2: BrokerSessionExpired,
+    3: TopicCreated,
+    4: PartitionsAdded,
+    5: TopicDeletionRequested,
+    6: ConfigChanged,
+    7: ControlledShutdownRequested,
+    40: ControllerElected,
+    41: ReplicaTransition,
+    42: PartitionTransition,
+    43: TransitionFailed,
+    44: LeaderAndIsrPartition,
+    45: UpdateMetadataPartition,
+    46: StopReplicaPartition,
+    47: RequestSent,
+}
+
+for _code, _cls in KINDS.items():
+    assert _cls._fields[:HEADER_LEN] == HEADER_FIELDS, _cls
+    _cls.KIND = _code
+    _cls.VERSION = SCHEMA_VERSION
+    for _name in ("make", "body", "to_dict", "is_input"):
+        setattr(_cls, _name, vars(_RecordMixin)[_name])
+del _code, _cls, _name
+
+INPUT_KINDS = frozenset(k for k in KINDS if k < FIRST_OUTPUT_KIND)
+KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
+
+Record = (BrokerRegistered | BrokerSessionExpired | TopicCreated | PartitionsAdded
+          | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | ControllerElected
+          | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
+          | UpdateMetadataPartition | StopReplicaPartition | RequestSent)
