@@ -355,6 +355,33 @@ class RequestSent(NamedTuple):
     live_brokers: tuple        # UpdateMetadata: live broker ids carried; () otherwise
 
 
+class LeaderAndIsrUpdated(NamedTuple):
+    """The controller rewrote a partition's leader/ISR without a partition state change
+    (ISR shrink on OfflineReplica, a reassignment's epoch bump, an accepted AlterPartition)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+    recovery_state: int
+    reason: int                # UPDATE_* code
+
+
+UPDATE_OFFLINE_REPLICA = 1     # removeReplicasFromIsr on the way to OfflineReplica
+UPDATE_REASSIGNMENT_EPOCH = 2  # updateLeaderEpoch during a reassignment
+UPDATE_ALTER_PARTITION = 3     # AlterPartition / ISR change notification from a leader
+UPDATE_REASON_NAMES = {UPDATE_OFFLINE_REPLICA: "offline_replica", UPDATE_REASSIGNMENT_EPOCH: "reassignment_epoch",
+                       UPDATE_ALTER_PARTITION: "alter_partition"}
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerRegistered,
@@ -372,6 +399,7 @@ KINDS: dict[int, type] = {
     45: UpdateMetadataPartition,
     46: StopReplicaPartition,
     47: RequestSent,
+    48: LeaderAndIsrUpdated,
 }
 
 for _code, _cls in KINDS.items():
@@ -388,4 +416,4 @@ KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
 Record = (BrokerRegistered | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
-          | UpdateMetadataPartition | StopReplicaPartition | RequestSent)
+          | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated)

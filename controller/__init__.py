@@ -1,0 +1,1 @@
+"""The controller: context, event manager, request batch and (later) the event handlers."""

@@ -1,0 +1,211 @@
+"""The per-broker request batch (Kafka's ControllerBrokerRequestBatch) and the channel it sends on.
+
+State machines add LeaderAndIsr, UpdateMetadata and StopReplica entries while they work;
+``send_requests_to_brokers`` then turns them into one request per broker and API, in Kafka's
+order (LeaderAndIsr, UpdateMetadata, StopReplica), records every partition state and every
+request in the journal, and hands the requests to the channel. Brokers are served in
+ascending id order and partitions in the order they were added, so the records are
+deterministic (Kafka iterates hash maps here).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+from events.records import (
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, LeaderAndIsrPartition,
+    RequestSent, StopReplicaPartition, UpdateMetadataPartition,
+)
+from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAssignment
+
+
+class BrokerRequest(NamedTuple):
+    """One request to one broker; ``partitions`` are the journal records of its partition states."""
+    api: int
+    broker_id: int
+    broker_epoch: int
+    controller_id: int
+    controller_epoch: int
+    correlation_id: int
+    partitions: tuple
+    live_brokers: tuple
+
+
+class ControllerChannel:
+    """Where requests go: per-broker correlation ids and a sink (a simulated network, or a list)."""
+
+    def __init__(self, send: Callable[[BrokerRequest], object] | None = None):
+        self.sent: list[BrokerRequest] | None = None
+        if send is None:
+            self.sent = []
+            send = self.sent.append
+        self._send = send
+        self._correlation: dict[int, int] = {}
+
+    def next_correlation_id(self, broker_id: int) -> int:
+        c = self._correlation.get(broker_id, 0)
+        self._correlation[broker_id] = c + 1
+        return c
+
+    def send(self, request: BrokerRequest) -> None:
+        self._send(request)
+
+
+class IllegalBatchStateError(RuntimeError):
+    """Kafka's IllegalStateException from ``newBatch`` when a previous batch was never sent."""
+
+
+class ControllerBrokerRequestBatch:
+    """Collects requests for one round of state changes, then sends them per broker."""
+
+    def __init__(self, controller_id: int, context, journal, channel: ControllerChannel):
+        self.controller_id = controller_id
+        self.context = context
+        self.journal = journal
+        self.channel = channel
+        self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = {}
+        self.stop_replica_requests: dict[int, dict[tuple, tuple]] = {}
+        self.update_metadata_brokers: set[int] = set()
+        self.update_metadata_partitions: dict[tuple, tuple] = {}
+
+    def is_empty(self) -> bool:
+        return not (self.leader_and_isr_requests or self.stop_replica_requests
+                    or self.update_metadata_brokers or self.update_metadata_partitions)
+
+    def new_batch(self) -> None:
+        if self.leader_and_isr_requests:
+            raise IllegalBatchStateError(
+                "Controller to broker state change requests batch is not empty while creating a new one. "
+                f"Some LeaderAndIsr state changes {self.leader_and_isr_requests} might be lost ")
+        if self.stop_replica_requests:
+            raise IllegalBatchStateError(
+                "Controller to broker state change requests batch is not empty while creating a new one. "
+                f"Some StopReplica state changes {self.stop_replica_requests} might be lost ")
+        if self.update_metadata_brokers:
+            raise IllegalBatchStateError(
+                "Controller to broker state change requests batch is not empty while creating a new one. "
+                f"Some UpdateMetadata state changes to brokers {self.update_metadata_brokers} with partition info "
+                f"{self.update_metadata_partitions} might be lost ")
+
+    def clear(self) -> None:
+        self.leader_and_isr_requests.clear()
+        self.stop_replica_requests.clear()
+        self.update_metadata_brokers.clear()
+        self.update_metadata_partitions.clear()
+
+    # --- adding -------------------------------------------------------------------------------
+    def add_leader_and_isr_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
+                                               info: LeaderIsrAndControllerEpoch, assignment: ReplicaAssignment,
+                                               is_new: bool) -> None:
+        lai = info.leader_and_isr
+        requests = self.leader_and_isr_requests
+        for b in broker_ids:
+            if b < 0:
+                continue
+            per_broker = requests.get(b)
+            if per_broker is None:
+                per_broker = requests[b] = {}
+            prev = per_broker.get(tp)
+            # (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas, adding, removing, is_new, rs)
+            per_broker[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
+                              assignment.replicas, assignment.adding_replicas, assignment.removing_replicas,
+                              is_new or (prev is not None and prev[8]), lai.recovery_state)
+        self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
+
+    def add_stop_replica_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
+                                             delete_partition: bool) -> None:
+        leader_epoch = self.context.leader_epoch(tp)
+        requests = self.stop_replica_requests
+        for b in broker_ids:
+            if b < 0:
+                continue
+            per_broker = requests.get(b)
+            if per_broker is None:
+                per_broker = requests[b] = {}
+            prev = per_broker.get(tp)
+            per_broker[tp] = (leader_epoch, delete_partition or (prev is not None and prev[1]))
+
+    def add_update_metadata_request_for_brokers(self, broker_ids: Iterable[int],
+                                                partitions: Iterable[tuple] = ()) -> None:
+        self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        ctx = self.context
+        deleting = ctx.topics_to_be_deleted
+        out = self.update_metadata_partitions
+        is_online = None
+        for tp in partitions:
+            info = ctx.partition_leadership_info(tp)
+            if info is None:
+                continue  # Kafka: "Leader not yet assigned for partition ... Skip sending UpdateMetadataRequest."
+            if is_online is None:
+                is_online = ctx.online_replica_filter()
+            lai = info.leader_and_isr
+            replicas = ctx.partition_replica_assignment(tp)
+            offline = tuple(r for r in replicas if not is_online(r, tp))
+            if tp[0] in deleting:
+                # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
+                out[tp] = (info.controller_epoch, LEADER_DURING_DELETE, 0, lai.isr, 0, replicas, offline)
+            else:
+                out[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
+                           replicas, offline)
+
+    # --- sending ------------------------------------------------------------------------------
+    def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
+        """Send everything collected (LeaderAndIsr, UpdateMetadata, StopReplica), record it, and clear."""
+        sent: list[BrokerRequest] = []
+        try:
+            self._send_leader_and_isr(controller_epoch, sent)
+            self._send_update_metadata(controller_epoch, sent)
+            self._send_stop_replica(controller_epoch, sent)
+        finally:
+            self.clear()
+        return sent
+
+    def _request(self, api, broker, epoch, partitions, leaders, deletes, live_brokers, sent) -> None:
+        ctx = self.context
+        broker_epoch = ctx.live_broker_epochs.get(broker, -1)
+        correlation_id = self.channel.next_correlation_id(broker)
+        self.journal.emit(RequestSent, api, broker, broker_epoch, correlation_id, len(partitions), leaders,
+                          deletes, live_brokers)
+        req = BrokerRequest(api, broker, broker_epoch, self.controller_id, epoch, correlation_id,
+                            tuple(partitions), live_brokers)
+        sent.append(req)
+        self.channel.send(req)
+
+    def _send_leader_and_isr(self, epoch: int, sent: list) -> None:
+        live = self.context.live_broker_epochs
+        emit = self.journal.emit
+        for broker in sorted(self.leader_and_isr_requests):
+            if broker not in live:
+                continue
+            recs = []
+            leaders = 0
+            for (topic, p), st in self.leader_and_isr_requests[broker].items():
+                if st[1] == broker:
+                    leaders += 1
+                recs.append(emit(LeaderAndIsrPartition, broker, topic, p, *st))
+            self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent)
+
+    def _send_update_metadata(self, epoch: int, sent: list) -> None:
+        live = self.context.live_broker_epochs
+        brokers = tuple(sorted(b for b in self.update_metadata_brokers if b in live))
+        if not brokers:
+            return
+        emit = self.journal.emit
+        recs = [emit(UpdateMetadataPartition, brokers, topic, p, *st)
+                for (topic, p), st in self.update_metadata_partitions.items()]
+        live_brokers = tuple(sorted(live))
+        for broker in brokers:
+            self._request(API_UPDATE_METADATA, broker, epoch, recs, 0, 0, live_brokers, sent)
+
+    def _send_stop_replica(self, epoch: int, sent: list) -> None:
+        live = self.context.live_broker_epochs
+        emit = self.journal.emit
+        for broker in sorted(self.stop_replica_requests):
+            if broker not in live:
+                continue
+            recs = []
+            deletes = 0
+            for (topic, p), (leader_epoch, delete) in self.stop_replica_requests[broker].items():
+                deletes += delete
+                recs.append(emit(StopReplicaPartition, broker, topic, p, leader_epoch, delete))
+            self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent)

@@ -1,0 +1,284 @@
+"""The ReplicaStateMachine: Kafka's ``ZkReplicaStateMachine.handleStateChanges`` over a controller context.
+
+Replicas are ``(topic, partition, replica)`` tuples and states are Kafka's bytes. Each call
+groups the replicas by broker, checks every transition against the legal table, refuses the
+invalid ones as Kafka does (a TransitionFailed record and an error line), applies the valid
+ones to the context, emits a ReplicaTransition record for each, and adds to the request
+batch exactly the requests Kafka would send — then sends the batch.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import structlog
+
+from events.records import (
+    ENTITY_REPLICA, NO_LEADER, UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition, TransitionFailed,
+)
+from statemachines.errors import (
+    ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name,
+)
+from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
+from statemachines.states import (
+    NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
+    REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, VALID_PREVIOUS_REPLICA_BYTES,
+)
+
+_log = structlog.get_logger("kcontroller.replica_state_machine")
+
+
+class ReplicaStateMachine:
+    """Applies replica state transitions for one controller.
+
+    ``context`` is a ``controller.context.ControllerContext`` (or anything with its API),
+    ``store`` a ``ports.PartitionStateStore``, ``batch`` a ``ports.RequestBatch`` and
+    ``journal`` an ``events.journal.Journal``. Set ``trace_transitions`` to log every
+    successful transition at debug level (Kafka's TRACE lines); the records hold them anyway.
+    """
+
+    def __init__(self, controller_id: int, context, store, batch, journal, *, trace_transitions: bool = False):
+        self.controller_id = controller_id
+        self.context = context
+        self.store = store
+        self.batch = batch
+        self.journal = journal
+        self.trace_transitions = trace_transitions
+        self._log = _log.bind(controller_id=controller_id)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    def startup(self) -> None:
+        """Kafka's startup(): initial states from the context, then Online / Offline transitions."""
+        self._log.info("Initializing replica state")
+        self.initialize_replica_state()
+        self._log.info("Triggering online replica state changes")
+        online, offline = self.context.online_and_offline_replicas()
+        self.handle_state_changes(online, ONLINE_REPLICA)
+        self._log.info("Triggering offline replica state changes")
+        self.handle_state_changes(offline, OFFLINE_REPLICA)
+
+    def shutdown(self) -> None:
+        self._log.info("Stopped replica state machine")
+
+    def initialize_replica_state(self) -> None:
+        """Online replicas start OnlineReplica; the others ReplicaDeletionIneligible (direct puts, no records)."""
+        ctx = self.context
+        is_online = ctx.online_replica_filter()
+        for topic, ts in ctx.topics.items():
+            for p, replicas in enumerate(ts.replicas):
+                tp = (topic, p)
+                for r in replicas:
+                    ctx.put_replica_state((topic, p, r), ONLINE_REPLICA if is_online(r, tp) else REPLICA_DELETION_INELIGIBLE)
+
+    # --- transitions ----------------------------------------------------------------------------
+    def handle_state_changes(self, replicas: Iterable[tuple], target_state: int) -> None:
+        replicas = list(replicas)
+        if not replicas:
+            return
+        by_broker: dict[int, list[tuple]] = {}
+        for rep in replicas:
+            group = by_broker.get(rep[2])
+            if group is None:
+                by_broker[rep[2]] = [rep]
+            else:
+                group.append(rep)
+        try:
+            self.batch.new_batch()
+            for broker, group in by_broker.items():
+                self._do_handle_state_changes(broker, group, target_state)
+            self.batch.send_requests_to_brokers(self.context.epoch)
+        except ControllerMovedError:
+            self._log.error(f"Controller moved to another broker when moving some replicas to "
+                            f"{REPLICA_BY_BYTE[target_state]} state")
+            raise
+        except Exception:
+            # Kafka logs and swallows anything else here.
+            self._log.exception(f"Error while moving some replicas to {REPLICA_BY_BYTE[target_state]} state")
+
+    def _do_handle_state_changes(self, replica_id: int, replicas: list[tuple], target: int) -> None:
+        ctx = self.context
+        emit = self.journal.emit
+        trace = self.trace_transitions and self._log.is_enabled_for(logging.DEBUG)
+        valid_prev = VALID_PREVIOUS_REPLICA_BYTES[target]
+        valid: list[tuple] = []
+        current: dict[tuple, int] = {}
+        for rep in replicas:
+            cur = ctx.replica_state(rep)
+            if cur is None:
+                cur = NON_EXISTENT_REPLICA
+                ctx.put_replica_state(rep, cur)
+            if cur in valid_prev:
+                valid.append(rep)
+                current[rep] = cur
+            else:
+                self._log_invalid_transition(rep, cur, target)
+
+        def success(rep: tuple, cur: int) -> None:
+            emit(ReplicaTransition, rep[0], rep[1], rep[2], cur, target)
+            if trace:
+                self._log.debug(f"Changed state of replica {rep[2]} for partition {rep[0]}-{rep[1]} from "
+                                f"{REPLICA_BY_BYTE[cur]} to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
+
+        batch = self.batch
+        if target == NEW_REPLICA:
+            for rep in valid:
+                tp = (rep[0], rep[1])
+                cur = current[rep]
+                info = ctx.partition_leadership_info(tp)
+                if info is not None:
+                    if info.leader_and_isr.leader == replica_id:
+                        exc = StateChangeFailedError(
+                            f"Replica {replica_id} for partition {TopicPartition(*tp)} cannot be moved to NewReplica "
+                            f"state as it is being requested to become leader")
+                        # Kafka reports this failure with OfflineReplica as the target (sic).
+                        self._log_failed_state_change(rep, cur, OFFLINE_REPLICA, exc)
+                        continue
+                    batch.add_leader_and_isr_request_for_brokers(
+                        (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), True)
+                success(rep, cur)
+                ctx.put_replica_state(rep, NEW_REPLICA)
+        elif target == ONLINE_REPLICA:
+            for rep in valid:
+                tp = (rep[0], rep[1])
+                cur = current[rep]
+                if cur == NEW_REPLICA:
+                    assignment = ctx.partition_full_replica_assignment(tp)
+                    if replica_id not in assignment.replicas:
+                        self._log.error(f"Adding replica ({replica_id}) that is not part of the assignment {assignment}")
+                        ctx.update_partition_full_replica_assignment(
+                            tp, assignment._replace(replicas=assignment.replicas + (replica_id,)))
+                else:
+                    info = ctx.partition_leadership_info(tp)
+                    if info is not None:
+                        batch.add_leader_and_isr_request_for_brokers(
+                            (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), False)
+                success(rep, cur)
+                ctx.put_replica_state(rep, ONLINE_REPLICA)
+        elif target == OFFLINE_REPLICA:
+            for rep in valid:
+                batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), False)
+            with_info, without_info = [], []
+            for rep in valid:
+                (with_info if ctx.partition_leadership_info((rep[0], rep[1])) is not None else without_info).append(rep)
+            updated = self._remove_replicas_from_isr(replica_id, [(r[0], r[1]) for r in with_info], current)
+            for tp, info in updated.items():
+                self._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after removing "
+                               f"replica {replica_id} from the ISR as part of transition to OfflineReplica",
+                               epoch=ctx.epoch)
+                if not ctx.is_topic_queued_up_for_deletion(tp[0]):
+                    recipients = [r for r in ctx.partition_replica_assignment(tp) if r != replica_id]
+                    batch.add_leader_and_isr_request_for_brokers(
+                        recipients, tp, info, ctx.partition_full_replica_assignment(tp), False)
+                rep = (tp[0], tp[1], replica_id)
+                success(rep, ctx.replica_state(rep))
+                ctx.put_replica_state(rep, OFFLINE_REPLICA)
+            live_or_shutting_down = tuple(ctx.live_broker_epochs)
+            for rep in without_info:
+                success(rep, current[rep])
+                batch.add_update_metadata_request_for_brokers(live_or_shutting_down, ((rep[0], rep[1]),))
+                ctx.put_replica_state(rep, OFFLINE_REPLICA)
+        elif target == REPLICA_DELETION_STARTED:
+            for rep in valid:
+                success(rep, current[rep])
+                ctx.put_replica_state(rep, REPLICA_DELETION_STARTED)
+                batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), True)
+        elif target in (REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_SUCCESSFUL):
+            for rep in valid:
+                success(rep, current[rep])
+                ctx.put_replica_state(rep, target)
+        elif target == NON_EXISTENT_REPLICA:
+            for rep in valid:
+                tp = (rep[0], rep[1])
+                assignment = ctx.partition_full_replica_assignment(tp)
+                ctx.update_partition_full_replica_assignment(tp, assignment.remove_replica(replica_id))
+                success(rep, current[rep])
+                ctx.remove_replica_state(rep)
+        else:
+            raise ValueError(f"unknown replica state byte {target}")
+
+    # --- ISR removal (OfflineReplica) ---------------------------------------------------------------
+    def _remove_replicas_from_isr(self, replica_id: int, partitions: list[tuple],
+                                  current: dict[tuple, int]) -> dict[tuple, LeaderIsrAndControllerEpoch]:
+        """Drop ``replica_id`` from each partition's ISR in the store (retrying BADVERSION), as Kafka does."""
+        results: dict[tuple, LeaderIsrAndControllerEpoch] = {}
+        remaining = partitions
+        while remaining:
+            finished, remaining = self._do_remove_replicas_from_isr(replica_id, remaining)
+            for tp, res in finished.items():
+                if isinstance(res, Exception):
+                    rep = (tp[0], tp[1], replica_id)
+                    self._log_failed_state_change(rep, current.get(rep, self.context.replica_state(rep)),
+                                                  OFFLINE_REPLICA, res)
+                else:
+                    results[tp] = res
+        return results
+
+    def _do_remove_replicas_from_isr(self, replica_id: int, partitions: list[tuple]):
+        ctx = self.context
+        finished: dict[tuple, object] = {}
+        try:
+            stored = self.store.get_partition_states(partitions)
+        except Exception as exc:  # a failed read fails every partition, no retry
+            return {tp: exc for tp in partitions}, []
+        with_replica: dict[tuple, object] = {}
+        for tp in partitions:
+            info = stored.get(tp)
+            if info is None:
+                if not ctx.is_topic_queued_up_for_deletion(tp[0]):
+                    finished[tp] = StateChangeFailedError(
+                        f"Failed to change state of replica {replica_id} for partition {TopicPartition(*tp)} since "
+                        f"the leader and isr path in zookeeper is empty")
+                continue
+            if info.controller_epoch > ctx.epoch:
+                finished[tp] = StateChangeFailedError(
+                    f"Leader and isr path written by another controller. This probably means the current controller "
+                    f"with epoch {ctx.epoch} went through a soft failure and another controller was elected with "
+                    f"epoch {info.controller_epoch}. Aborting state change by this controller")
+                continue
+            lai = info.leader_and_isr
+            if replica_id in lai.isr:
+                new_leader = NO_LEADER if lai.leader == replica_id else lai.leader
+                new_isr = lai.isr if len(lai.isr) == 1 else tuple(r for r in lai.isr if r != replica_id)
+                with_replica[tp] = lai.new_leader_and_isr(new_leader, new_isr)
+            else:
+                # Nothing to write; Kafka still caches it under the current controller epoch.
+                lice = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+                ctx.put_partition_leadership_info(tp, lice)
+                finished[tp] = lice
+        retry: list[tuple] = []
+        if with_replica:
+            result = self.store.update_leader_and_isr(with_replica, ctx.epoch, ctx.epoch_zk_version)
+            emit = self.journal.emit
+            for tp, res in result.finished.items():
+                if isinstance(res, Exception):
+                    finished[tp] = res
+                    continue
+                lice = LeaderIsrAndControllerEpoch(res, ctx.epoch)
+                ctx.put_partition_leadership_info(tp, lice)
+                emit(LeaderAndIsrUpdated, tp[0], tp[1], res.leader, res.leader_epoch, res.isr, res.partition_epoch,
+                     res.recovery_state, UPDATE_OFFLINE_REPLICA)
+                finished[tp] = lice
+            for tp in result.to_retry:
+                self._log.debug(f"Controller failed to remove replica {replica_id} from ISR of partition "
+                                f"{TopicPartition(*tp)}. Attempted to write state {with_replica[tp]}, but failed with "
+                                f"bad ZK version. This will be retried.")
+            retry = result.to_retry
+        return finished, retry
+
+    # --- failures -------------------------------------------------------------------------------
+    def _log_invalid_transition(self, rep: tuple, cur: int, target: int) -> None:
+        target_state = REPLICA_BY_BYTE[target]
+        expected = ",".join(s.value for s in target_state.valid_previous_ordered)
+        exc = InvalidTransitionError(
+            f"Replica {PartitionAndReplica(*rep)} should be in the {expected} states before moving to "
+            f"{target_state} state. Instead it is in {REPLICA_BY_BYTE[cur]} state")
+        self._log_failed_state_change(rep, cur, target, exc)
+
+    def _log_failed_state_change(self, rep: tuple, cur: int, target: int, exc: Exception) -> None:
+        epoch = self.context.epoch
+        self.journal.emit(TransitionFailed, ENTITY_REPLICA, rep[0], rep[1], rep[2], cur, target, kafka_name(exc),
+                          str(exc))
+        self._log.error(f"Controller {self.controller_id} epoch {epoch} initiated state change of replica {rep[2]} "
+                        f"for partition {rep[0]}-{rep[1]} from {REPLICA_BY_BYTE[cur]} to {REPLICA_BY_BYTE[target]} "
+                        f"failed", epoch=epoch, error=f"{kafka_name(exc)}: {exc}")
+
