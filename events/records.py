@@ -248,6 +248,7 @@ class PartitionTransition(NamedTuple):
     partition: int
     from_state: int            # PartitionState byte (0..3)
     to_state: int
+    replicas: tuple            # the assignment (RS) at the time of the transition
     leader: int
     leader_epoch: int
     isr: tuple
@@ -373,6 +374,7 @@ class LeaderAndIsrUpdated(NamedTuple):
     partition_epoch: int
     recovery_state: int
     reason: int                # UPDATE_* code
+    replica: int               # the replica removed from the ISR (UPDATE_OFFLINE_REPLICA), else -1
 
 
 UPDATE_OFFLINE_REPLICA = 1     # removeReplicasFromIsr on the way to OfflineReplica

@@ -222,14 +222,16 @@ class PartitionStateMachine:
         return results
 
     def _emit(self, tp: tuple, cur: int, target: int, election_code: int) -> None:
-        info = self.context.partition_leadership_info(tp)
+        ctx = self.context
+        replicas = ctx.partition_replica_assignment(tp)
+        info = ctx.partition_leadership_info(tp)
         if info is None:
-            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, NO_LEADER, NO_EPOCH, (), 0, RECOVERED,
-                              election_code)
+            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, replicas, NO_LEADER, NO_EPOCH, (), 0,
+                              RECOVERED, election_code)
         else:
             lai = info.leader_and_isr
-            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, lai.leader, lai.leader_epoch, lai.isr,
-                              lai.partition_epoch, lai.recovery_state, election_code)
+            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, replicas, lai.leader, lai.leader_epoch,
+                              lai.isr, lai.partition_epoch, lai.recovery_state, election_code)
 
     # --- NewPartition -> OnlinePartition --------------------------------------------------------------
     def _initialize_leader_and_isr_for_partitions(self, partitions: list[tuple]) -> dict:

@@ -256,7 +256,7 @@ class ReplicaStateMachine:
                 lice = LeaderIsrAndControllerEpoch(res, ctx.epoch)
                 ctx.put_partition_leadership_info(tp, lice)
                 emit(LeaderAndIsrUpdated, tp[0], tp[1], res.leader, res.leader_epoch, res.isr, res.partition_epoch,
-                     res.recovery_state, UPDATE_OFFLINE_REPLICA)
+                     res.recovery_state, UPDATE_OFFLINE_REPLICA, replica_id)
                 finished[tp] = lice
             for tp in result.to_retry:
                 self._log.debug(f"Controller failed to remove replica {replica_id} from ISR of partition "
