@@ -189,7 +189,7 @@ class ControllerContext:
         ts = self.topics.get(topic)
         if ts is None:
             ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts):
+        if p >= len(ts.replicas):
             ts.extend_to(p + 1)
             had_preferred = True  # an unknown partition counts as balanced
         else:
@@ -251,7 +251,7 @@ class ControllerContext:
     # --- partition states -------------------------------------------------------------------
     def partition_state(self, tp: tuple) -> int | None:
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts):
+        if ts is None or tp[1] >= len(ts.replicas):
             return None
         s = ts.pstate[tp[1]]
         return None if s == ABSENT else s
@@ -261,7 +261,7 @@ class ControllerContext:
         ts = self.topics.get(topic)
         if ts is None:
             ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts):
+        if p >= len(ts.replicas):
             ts.extend_to(p + 1)
         old = ts.pstate[p]
         ts.pstate[p] = state
@@ -270,6 +270,21 @@ class ControllerContext:
                 self.offline_partition_count += 1
             elif old == OFFLINE_PARTITION and state != OFFLINE_PARTITION:
                 self.offline_partition_count -= 1
+
+    def partition_states_or_init(self, partitions: list[tuple], default: int) -> list[int]:
+        """Current state of each partition; partitions without one get ``default`` first."""
+        out = []
+        for tp in partitions:
+            s = self.partition_state(tp)
+            if s is None:
+                self.put_partition_state(tp, default)
+                s = default
+            out.append(s)
+        return out
+
+    def put_partition_states(self, partitions: list[tuple], state: int) -> None:
+        for tp in partitions:
+            self.put_partition_state(tp, state)
 
     def put_partition_state_if_not_exists(self, tp: tuple, state: int) -> None:
         if self.partition_state(tp) is None:
@@ -287,7 +302,7 @@ class ControllerContext:
     def replica_state(self, replica: tuple) -> int | None:
         topic, p, r = replica
         ts = self.topics.get(topic)
-        if ts is None or p >= len(ts):
+        if ts is None or p >= len(ts.replicas):
             return None
         rids = ts.rids[p]
         if r in rids:
@@ -299,7 +314,7 @@ class ControllerContext:
         ts = self.topics.get(topic)
         if ts is None:
             ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts):
+        if p >= len(ts.replicas):
             ts.extend_to(p + 1)
         rids = ts.rids[p]
         if r in rids:
@@ -308,6 +323,43 @@ class ControllerContext:
             ts.rids[p] = self.intern(rids + (r,))
             ts.rstates[p].append(state)
 
+    def replica_states_or_init(self, replicas: list[tuple], default: int) -> list[int]:
+        """Current state of each replica; replicas without one get ``default`` first (batched
+        ``putReplicaStateIfNotExists`` + ``replicaState``)."""
+        out = []
+        append = out.append
+        topics = self.topics
+        last_topic = None
+        rids_col = rstates_col = None
+        for rep in replicas:
+            topic, p, r = rep
+            if topic is not last_topic:
+                ts = topics.get(topic)
+                if ts is None:
+                    ts = topics[topic] = TopicState(topic)
+                last_topic, rids_col, rstates_col = topic, ts.rids, ts.rstates
+            if p >= len(rids_col):
+                ts.extend_to(p + 1)
+            rids = rids_col[p]
+            if r in rids:
+                append(rstates_col[p][rids.index(r)])
+            else:
+                rids_col[p] = self.intern(rids + (r,))
+                rstates_col[p].append(default)
+                append(default)
+        return out
+
+    def put_replica_states(self, replicas: list[tuple], state: int) -> None:
+        """``put_replica_state`` for many replicas that already have a state."""
+        topics = self.topics
+        last_topic = None
+        rids_col = rstates_col = None
+        for topic, p, r in replicas:
+            if topic is not last_topic:
+                ts = topics[topic]
+                last_topic, rids_col, rstates_col = topic, ts.rids, ts.rstates
+            rstates_col[p][rids_col[p].index(r)] = state
+
     def put_replica_state_if_not_exists(self, replica: tuple, state: int) -> None:
         if self.replica_state(replica) is None:
             self.put_replica_state(replica, state)
@@ -315,7 +367,7 @@ class ControllerContext:
     def remove_replica_state(self, replica: tuple) -> None:
         topic, p, r = replica
         ts = self.topics.get(topic)
-        if ts is None or p >= len(ts):
+        if ts is None or p >= len(ts.replicas):
             return
         rids = ts.rids[p]
         if r in rids:
@@ -349,18 +401,46 @@ class ControllerContext:
     def partition_leadership_info(self, tp: tuple) -> LeaderIsrAndControllerEpoch | None:
         ts = self.topics.get(tp[0])
         p = tp[1]
-        if ts is None or p >= len(ts) or ts.leader_epoch[p] == NO_EPOCH:
+        if ts is None or p >= len(ts.replicas) or ts.leader_epoch[p] == NO_EPOCH:
             return None
         return LeaderIsrAndControllerEpoch(
             LeaderAndIsr(ts.leader[p], ts.leader_epoch[p], ts.isr[p], ts.recovery[p], ts.partition_epoch[p]),
             ts.state_controller_epoch[p])
+
+    def has_leadership_info(self, tp: tuple) -> bool:
+        ts = self.topics.get(tp[0])
+        return ts is not None and tp[1] < len(ts.replicas) and ts.leader_epoch[tp[1]] != NO_EPOCH
+
+    def has_leadership_info_mask(self, replicas: list[tuple]) -> list[bool]:
+        """For each (topic, partition[, replica]): does its partition have cached leadership info?"""
+        out = []
+        topics = self.topics
+        last_topic = None
+        epochs = None
+        for rep in replicas:
+            topic, p = rep[0], rep[1]
+            if topic is not last_topic:
+                ts = topics.get(topic)
+                last_topic, epochs = topic, (ts.leader_epoch if ts is not None else ())
+            out.append(p < len(epochs) and epochs[p] != NO_EPOCH)
+        return out
+
+    def leadership_fields(self, tp: tuple) -> tuple | None:
+        """(controller_epoch, leader, leader_epoch, isr, partition_epoch, recovery_state), or None:
+        partition_leadership_info without building objects, for batch loops."""
+        ts = self.topics.get(tp[0])
+        p = tp[1]
+        if ts is None or p >= len(ts.replicas) or ts.leader_epoch[p] == NO_EPOCH:
+            return None
+        return (ts.state_controller_epoch[p], ts.leader[p], ts.leader_epoch[p], ts.isr[p], ts.partition_epoch[p],
+                ts.recovery[p])
 
     def put_partition_leadership_info(self, tp: tuple, info: LeaderIsrAndControllerEpoch) -> None:
         topic, p = tp
         ts = self.topics.get(topic)
         if ts is None:
             ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts):
+        if p >= len(ts.replicas):
             ts.extend_to(p + 1)
         had_preferred = self._has_preferred_leader(ts, p)
         lai = info.leader_and_isr
@@ -375,7 +455,7 @@ class ControllerContext:
     def partition_leader(self, tp: tuple) -> int:
         """The cached leader, or -1 (no leader or no leadership info)."""
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts) or ts.leader_epoch[tp[1]] == NO_EPOCH:
+        if ts is None or tp[1] >= len(ts.replicas) or ts.leader_epoch[tp[1]] == NO_EPOCH:
             return NO_LEADER
         return ts.leader[tp[1]]
 
@@ -384,7 +464,7 @@ class ControllerContext:
         if tp[0] in self.topics_to_be_deleted:
             return EPOCH_DURING_DELETE
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts):
+        if ts is None or tp[1] >= len(ts.replicas):
             return NO_EPOCH
         return ts.leader_epoch[tp[1]]
 

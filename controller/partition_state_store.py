@@ -39,7 +39,9 @@ class InMemoryPartitionStateStore:
             if tp in self.states:
                 out[tp] = StoreError("NODEEXISTS", state_path(tp))
             else:
-                self.states[tp] = info._replace(leader_and_isr=info.leader_and_isr.with_partition_epoch(0))
+                if info.leader_and_isr.partition_epoch != 0:  # a created znode has version 0
+                    info = info._replace(leader_and_isr=info.leader_and_isr.with_partition_epoch(0))
+                self.states[tp] = info
                 out[tp] = None
         return out
 

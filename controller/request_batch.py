@@ -67,6 +67,9 @@ class ControllerBrokerRequestBatch:
         self.stop_replica_requests: dict[int, dict[tuple, tuple]] = {}
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: dict[tuple, tuple] = {}
+        # Per-batch caches: the live brokers do not change while one batch is being built.
+        self._all_live_added = False
+        self._is_online = None
 
     def is_empty(self) -> bool:
         return not (self.leader_and_isr_requests or self.stop_replica_requests
@@ -92,6 +95,8 @@ class ControllerBrokerRequestBatch:
         self.stop_replica_requests.clear()
         self.update_metadata_brokers.clear()
         self.update_metadata_partitions.clear()
+        self._all_live_added = False
+        self._is_online = None
 
     # --- adding -------------------------------------------------------------------------------
     def add_leader_and_isr_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
@@ -110,7 +115,11 @@ class ControllerBrokerRequestBatch:
             per_broker[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
                               assignment.replicas, assignment.adding_replicas, assignment.removing_replicas,
                               is_new or (prev is not None and prev[8]), lai.recovery_state)
-        self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
+        if self._all_live_added:
+            self._add_update_metadata_partition(tp)
+        else:
+            self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
+            self._all_live_added = True
 
     def add_stop_replica_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
                                              delete_partition: bool) -> None:
@@ -128,25 +137,26 @@ class ControllerBrokerRequestBatch:
     def add_update_metadata_request_for_brokers(self, broker_ids: Iterable[int],
                                                 partitions: Iterable[tuple] = ()) -> None:
         self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
-        ctx = self.context
-        deleting = ctx.topics_to_be_deleted
-        out = self.update_metadata_partitions
-        is_online = None
         for tp in partitions:
-            info = ctx.partition_leadership_info(tp)
-            if info is None:
-                continue  # Kafka: "Leader not yet assigned for partition ... Skip sending UpdateMetadataRequest."
-            if is_online is None:
-                is_online = ctx.online_replica_filter()
-            lai = info.leader_and_isr
-            replicas = ctx.partition_replica_assignment(tp)
-            offline = tuple(r for r in replicas if not is_online(r, tp))
-            if tp[0] in deleting:
-                # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
-                out[tp] = (info.controller_epoch, LEADER_DURING_DELETE, 0, lai.isr, 0, replicas, offline)
-            else:
-                out[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
-                           replicas, offline)
+            self._add_update_metadata_partition(tp)
+
+    def _add_update_metadata_partition(self, tp: tuple) -> None:
+        ctx = self.context
+        fields = ctx.leadership_fields(tp)
+        if fields is None:
+            return  # Kafka: "Leader not yet assigned for partition ... Skip sending UpdateMetadataRequest."
+        is_online = self._is_online
+        if is_online is None:
+            is_online = self._is_online = ctx.online_replica_filter()
+        controller_epoch, leader, leader_epoch, isr, partition_epoch, _ = fields
+        replicas = ctx.partition_replica_assignment(tp)
+        offline = tuple(r for r in replicas if not is_online(r, tp))
+        if tp[0] in ctx.topics_to_be_deleted:
+            # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
+            self.update_metadata_partitions[tp] = (controller_epoch, LEADER_DURING_DELETE, 0, isr, 0, replicas, offline)
+        else:
+            self.update_metadata_partitions[tp] = (controller_epoch, leader, leader_epoch, isr, partition_epoch,
+                                                   replicas, offline)
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
@@ -177,12 +187,9 @@ class ControllerBrokerRequestBatch:
         for broker in sorted(self.leader_and_isr_requests):
             if broker not in live:
                 continue
-            recs = []
-            leaders = 0
-            for (topic, p), st in self.leader_and_isr_requests[broker].items():
-                if st[1] == broker:
-                    leaders += 1
-                recs.append(emit(LeaderAndIsrPartition, broker, topic, p, *st))
+            recs = [emit(LeaderAndIsrPartition, broker, topic, p, *st)
+                    for (topic, p), st in self.leader_and_isr_requests[broker].items()]
+            leaders = sum(1 for rec in recs if rec.leader == broker)
             self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent)
 
     def _send_update_metadata(self, epoch: int, sent: list) -> None:

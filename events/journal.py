@@ -67,3 +67,14 @@ class Journal:
         rec = _new(cls, (cls.KIND, SCHEMA_VERSION, off) + self._header + body)
         self._sink(rec)
         return rec
+
+    def emit_rows(self, cls, rows) -> None:
+        """Append one output record per body tuple in ``rows`` (the batched form of ``emit``)."""
+        head = (cls.KIND, SCHEMA_VERSION)
+        header = self._header
+        sink = self._sink
+        off = self.next_offset
+        for body in rows:
+            sink(_new(cls, head + (off,) + header + body))
+            off += 1
+        self.next_offset = off

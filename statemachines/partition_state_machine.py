@@ -90,6 +90,9 @@ def config_true(value) -> bool:
 class PartitionStateMachine:
     """Applies partition state transitions for one controller.
 
+    Set ``trace_transitions`` to also log each partition's transition through structlog (Kafka's
+    per-partition state.change.logger lines); the records hold them either way.
+
     ``broker_config`` holds the broker defaults by Kafka name (``unclean.leader.election.enable``);
     topic overrides are read from ``context.topic_configs``. ``leader_recovery_supported``
     (IBP >= 3.2) makes an unclean leader start RECOVERING, as Kafka 3.7 does.
@@ -165,21 +168,19 @@ class PartitionStateMachine:
         valid_prev = VALID_PREVIOUS_PARTITION_BYTES[target]
         valid: list[tuple] = []
         current: dict[tuple, int] = {}
-        for tp in partitions:
-            cur = ctx.partition_state(tp)
-            if cur is None:
-                cur = NON_EXISTENT_PARTITION
-                ctx.put_partition_state(tp, cur)
+        for tp, cur in zip(partitions, ctx.partition_states_or_init(partitions, NON_EXISTENT_PARTITION)):
             if cur in valid_prev:
                 valid.append(tp)
                 current[tp] = cur
             else:
                 results[tp] = self._log_invalid_transition(tp, cur, target)
 
+        # Per-partition lines are built only when someone will read them (the records hold them anyway).
         trace = self.trace_transitions and self._log.is_enabled_for(logging.DEBUG)
+        info = self.trace_transitions and self._log.is_enabled_for(logging.INFO)
         if target == NEW_PARTITION:
+            self._emit_many(valid, [current[tp] for tp in valid], target, ELECTION_NONE)
             for tp in valid:
-                self._emit(tp, current[tp], target, ELECTION_NONE)
                 if trace:
                     self._log.debug(f"Changed partition {TopicPartition(*tp)} state from "
                                     f"{PARTITION_BY_BYTE[current[tp]]} to NewPartition with assigned replicas "
@@ -190,13 +191,15 @@ class PartitionStateMachine:
             uninitialized = [tp for tp in valid if current[tp] == NEW_PARTITION]
             to_elect = [tp for tp in valid if current[tp] != NEW_PARTITION]
             if uninitialized:
-                for tp, lai in self._initialize_leader_and_isr_for_partitions(uninitialized).items():
-                    if not isinstance(lai, Exception):
-                        self._emit(tp, NEW_PARTITION, ONLINE_PARTITION, ELECTION_NEW_PARTITION)
+                initialized = self._initialize_leader_and_isr_for_partitions(uninitialized)
+                done = [tp for tp, lai in initialized.items() if not isinstance(lai, Exception)]
+                self._emit_many(done, [NEW_PARTITION] * len(done), ONLINE_PARTITION, ELECTION_NEW_PARTITION)
+                ctx.put_partition_states(done, ONLINE_PARTITION)
+                if info:
+                    for tp in done:
                         self._log.info(f"Changed partition {TopicPartition(*tp)} from NewPartition to "
-                                       f"OnlinePartition with state {lai.kafka_str()}", epoch=ctx.epoch)
-                        ctx.put_partition_state(tp, ONLINE_PARTITION)
-                    results[tp] = lai
+                                       f"OnlinePartition with state {initialized[tp].kafka_str()}", epoch=ctx.epoch)
+                results.update(initialized)
             if to_elect:
                 if strategy is None:
                     raise ValueError("Election strategy is a required field when the target state is OnlinePartition")
@@ -204,14 +207,16 @@ class PartitionStateMachine:
                     if not isinstance(res, Exception):
                         lai, code = res
                         self._emit(tp, current[tp], ONLINE_PARTITION, code)
-                        self._log.info(f"Changed partition {TopicPartition(*tp)} from {PARTITION_BY_BYTE[current[tp]]} "
-                                       f"to OnlinePartition with state {lai.kafka_str()}", epoch=ctx.epoch)
+                        if info:
+                            self._log.info(f"Changed partition {TopicPartition(*tp)} from "
+                                           f"{PARTITION_BY_BYTE[current[tp]]} to OnlinePartition with state "
+                                           f"{lai.kafka_str()}", epoch=ctx.epoch)
                         ctx.put_partition_state(tp, ONLINE_PARTITION)
                         res = lai
                     results[tp] = res
         elif target in (OFFLINE_PARTITION, NON_EXISTENT_PARTITION):
+            self._emit_many(valid, [current[tp] for tp in valid], target, ELECTION_NONE)
             for tp in valid:
-                self._emit(tp, current[tp], target, ELECTION_NONE)
                 if trace:
                     self._log.debug(f"Changed partition {TopicPartition(*tp)} state from "
                                     f"{PARTITION_BY_BYTE[current[tp]]} to {PARTITION_BY_BYTE[target]}", epoch=ctx.epoch)
@@ -222,16 +227,21 @@ class PartitionStateMachine:
         return results
 
     def _emit(self, tp: tuple, cur: int, target: int, election_code: int) -> None:
+        self._emit_many([tp], [cur], target, election_code)
+
+    def _emit_many(self, partitions: list[tuple], currents: list[int], target: int, election_code: int) -> None:
+        """PartitionTransition records carrying each partition's assignment and leadership as now cached."""
         ctx = self.context
-        replicas = ctx.partition_replica_assignment(tp)
-        info = ctx.partition_leadership_info(tp)
-        if info is None:
-            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, replicas, NO_LEADER, NO_EPOCH, (), 0,
-                              RECOVERED, election_code)
-        else:
-            lai = info.leader_and_isr
-            self.journal.emit(PartitionTransition, tp[0], tp[1], cur, target, replicas, lai.leader, lai.leader_epoch,
-                              lai.isr, lai.partition_epoch, lai.recovery_state, election_code)
+        rows = []
+        for tp, cur in zip(partitions, currents):
+            replicas = ctx.partition_replica_assignment(tp)
+            f = ctx.leadership_fields(tp)
+            if f is None:
+                rows.append((tp[0], tp[1], cur, target, replicas, NO_LEADER, NO_EPOCH, (), 0, RECOVERED,
+                             election_code))
+            else:
+                rows.append((tp[0], tp[1], cur, target, replicas, f[1], f[2], f[3], f[4], f[5], election_code))
+        self.journal.emit_rows(PartitionTransition, rows)
 
     # --- NewPartition -> OnlinePartition --------------------------------------------------------------
     def _initialize_leader_and_isr_for_partitions(self, partitions: list[tuple]) -> dict:

@@ -97,104 +97,106 @@ class ReplicaStateMachine:
 
     def _do_handle_state_changes(self, replica_id: int, replicas: list[tuple], target: int) -> None:
         ctx = self.context
-        emit = self.journal.emit
-        trace = self.trace_transitions and self._log.is_enabled_for(logging.DEBUG)
         valid_prev = VALID_PREVIOUS_REPLICA_BYTES[target]
         valid: list[tuple] = []
         current: dict[tuple, int] = {}
-        for rep in replicas:
-            cur = ctx.replica_state(rep)
-            if cur is None:
-                cur = NON_EXISTENT_REPLICA
-                ctx.put_replica_state(rep, cur)
+        for rep, cur in zip(replicas, ctx.replica_states_or_init(replicas, NON_EXISTENT_REPLICA)):
             if cur in valid_prev:
                 valid.append(rep)
                 current[rep] = cur
             else:
                 self._log_invalid_transition(rep, cur, target)
-
-        def success(rep: tuple, cur: int) -> None:
-            emit(ReplicaTransition, rep[0], rep[1], rep[2], cur, target)
-            if trace:
-                self._log.debug(f"Changed state of replica {rep[2]} for partition {rep[0]}-{rep[1]} from "
-                                f"{REPLICA_BY_BYTE[cur]} to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
-
+        if not valid:
+            return
         batch = self.batch
+
         if target == NEW_REPLICA:
-            for rep in valid:
-                tp = (rep[0], rep[1])
-                cur = current[rep]
-                info = ctx.partition_leadership_info(tp)
-                if info is not None:
+            done = []
+            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
+                if has_info:
+                    tp = (rep[0], rep[1])
+                    info = ctx.partition_leadership_info(tp)
                     if info.leader_and_isr.leader == replica_id:
                         exc = StateChangeFailedError(
                             f"Replica {replica_id} for partition {TopicPartition(*tp)} cannot be moved to NewReplica "
                             f"state as it is being requested to become leader")
                         # Kafka reports this failure with OfflineReplica as the target (sic).
-                        self._log_failed_state_change(rep, cur, OFFLINE_REPLICA, exc)
+                        self._log_failed_state_change(rep, current[rep], OFFLINE_REPLICA, exc)
                         continue
                     batch.add_leader_and_isr_request_for_brokers(
                         (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), True)
-                success(rep, cur)
-                ctx.put_replica_state(rep, NEW_REPLICA)
+                done.append(rep)
+            self._succeed(done, current, target)
         elif target == ONLINE_REPLICA:
-            for rep in valid:
+            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
                 tp = (rep[0], rep[1])
-                cur = current[rep]
-                if cur == NEW_REPLICA:
-                    assignment = ctx.partition_full_replica_assignment(tp)
-                    if replica_id not in assignment.replicas:
+                if current[rep] == NEW_REPLICA:
+                    if replica_id not in ctx.partition_replica_assignment(tp):
+                        assignment = ctx.partition_full_replica_assignment(tp)
                         self._log.error(f"Adding replica ({replica_id}) that is not part of the assignment {assignment}")
                         ctx.update_partition_full_replica_assignment(
                             tp, assignment._replace(replicas=assignment.replicas + (replica_id,)))
-                else:
-                    info = ctx.partition_leadership_info(tp)
-                    if info is not None:
-                        batch.add_leader_and_isr_request_for_brokers(
-                            (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), False)
-                success(rep, cur)
-                ctx.put_replica_state(rep, ONLINE_REPLICA)
+                elif has_info:
+                    batch.add_leader_and_isr_request_for_brokers(
+                        (replica_id,), tp, ctx.partition_leadership_info(tp), ctx.partition_full_replica_assignment(tp),
+                        False)
+            self._succeed(valid, current, target)
         elif target == OFFLINE_REPLICA:
             for rep in valid:
                 batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), False)
             with_info, without_info = [], []
-            for rep in valid:
-                (with_info if ctx.partition_leadership_info((rep[0], rep[1])) is not None else without_info).append(rep)
+            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
+                (with_info if has_info else without_info).append(rep)
             updated = self._remove_replicas_from_isr(replica_id, [(r[0], r[1]) for r in with_info], current)
+            done = []
+            log_info = self.trace_transitions and self._log.is_enabled_for(logging.INFO)
             for tp, info in updated.items():
-                self._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after removing "
-                               f"replica {replica_id} from the ISR as part of transition to OfflineReplica",
-                               epoch=ctx.epoch)
+                if log_info:
+                    self._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after "
+                                   f"removing replica {replica_id} from the ISR as part of transition to "
+                                   f"OfflineReplica", epoch=ctx.epoch)
                 if not ctx.is_topic_queued_up_for_deletion(tp[0]):
                     recipients = [r for r in ctx.partition_replica_assignment(tp) if r != replica_id]
                     batch.add_leader_and_isr_request_for_brokers(
                         recipients, tp, info, ctx.partition_full_replica_assignment(tp), False)
                 rep = (tp[0], tp[1], replica_id)
-                success(rep, ctx.replica_state(rep))
-                ctx.put_replica_state(rep, OFFLINE_REPLICA)
+                current[rep] = ctx.replica_state(rep)
+                done.append(rep)
+            self._succeed(done, current, target)
             live_or_shutting_down = tuple(ctx.live_broker_epochs)
             for rep in without_info:
-                success(rep, current[rep])
                 batch.add_update_metadata_request_for_brokers(live_or_shutting_down, ((rep[0], rep[1]),))
-                ctx.put_replica_state(rep, OFFLINE_REPLICA)
+            self._succeed(without_info, current, target)
         elif target == REPLICA_DELETION_STARTED:
+            self._succeed(valid, current, target)
             for rep in valid:
-                success(rep, current[rep])
-                ctx.put_replica_state(rep, REPLICA_DELETION_STARTED)
                 batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), True)
         elif target in (REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_SUCCESSFUL):
-            for rep in valid:
-                success(rep, current[rep])
-                ctx.put_replica_state(rep, target)
+            self._succeed(valid, current, target)
         elif target == NON_EXISTENT_REPLICA:
             for rep in valid:
                 tp = (rep[0], rep[1])
                 assignment = ctx.partition_full_replica_assignment(tp)
                 ctx.update_partition_full_replica_assignment(tp, assignment.remove_replica(replica_id))
-                success(rep, current[rep])
-                ctx.remove_replica_state(rep)
+            self._succeed(valid, current, target, remove=True)
         else:
             raise ValueError(f"unknown replica state byte {target}")
+
+    def _succeed(self, replicas: list[tuple], current: dict[tuple, int], target: int, remove: bool = False) -> None:
+        """Record, trace-log and apply successful transitions (Kafka: logSuccessfulTransition + putReplicaState)."""
+        if not replicas:
+            return
+        ctx = self.context
+        self.journal.emit_rows(ReplicaTransition, [(t, p, r, current[(t, p, r)], target) for t, p, r in replicas])
+        if self.trace_transitions and self._log.is_enabled_for(logging.DEBUG):
+            for t, p, r in replicas:
+                self._log.debug(f"Changed state of replica {r} for partition {t}-{p} from "
+                                f"{REPLICA_BY_BYTE[current[(t, p, r)]]} to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
+        if remove:
+            for rep in replicas:
+                ctx.remove_replica_state(rep)
+        else:
+            ctx.put_replica_states(replicas, target)
 
     # --- ISR removal (OfflineReplica) ---------------------------------------------------------------
     def _remove_replicas_from_isr(self, replica_id: int, partitions: list[tuple],
