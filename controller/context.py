@@ -536,13 +536,9 @@ class ControllerContext:
                 self.topics_to_be_deleted.add(t)
 
     def begin_topic_deletion(self, topics: Iterable[str]) -> None:
-        for t in topics:
-            if t in self.topics_with_deletion_started:
-                continue
-            ts = self.topics.get(t)
-            if ts is not None:
-                self.offline_partition_count -= ts.pstate.count(OFFLINE_PARTITION)
-            self.topics_with_deletion_started.add(t)
+        # Kafka calls this after the topic's partitions went Offline -> NonExistent, so the
+        # offline count has already dropped them; from now on their states are not counted.
+        self.topics_with_deletion_started.update(topics)
 
     def is_topic_deletion_in_progress(self, topic: str) -> bool:
         return topic in self.topics_with_deletion_started

@@ -37,7 +37,7 @@ class InMemoryPartitionStateStore:
         out: dict[tuple, Exception | None] = {}
         for tp, info in states.items():
             if tp in self.states:
-                out[tp] = StoreError("NODEEXISTS", state_path(tp))
+                out[tp] = StoreError("NODEEXISTS")  # Kafka builds this one from the result code alone
             else:
                 if info.leader_and_isr.partition_epoch != 0:  # a created znode has version 0
                     info = info._replace(leader_and_isr=info.leader_and_isr.with_partition_epoch(0))

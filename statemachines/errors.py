@@ -24,7 +24,8 @@ class StoreError(Exception):
     """A metadata-store error for one partition (Kafka's KeeperException); ``code`` is ZooKeeper's name, e.g. NODEEXISTS."""
 
     def __init__(self, code: str, path: str = ""):
-        super().__init__(f"KeeperErrorCode = {code}" + (f" for {path}" if path else ""))
+        # ZooKeeper's KeeperException message: the readable code name, then the path if known.
+        super().__init__(f"KeeperErrorCode = {_READABLE.get(code, code)}" + (f" for {path}" if path else ""))
         self.code = code
         self.path = path
 
@@ -33,6 +34,7 @@ class StoreError(Exception):
         return f"org.apache.zookeeper.KeeperException${_KEEPER_CLASS.get(self.code, 'SystemErrorException')}"
 
 
+_READABLE = {"NODEEXISTS": "NodeExists", "NONODE": "NoNode", "BADVERSION": "BadVersion"}
 _KEEPER_CLASS = {"NODEEXISTS": "NodeExistsException", "NONODE": "NoNodeException",
                  "BADVERSION": "BadVersionException"}
 

@@ -350,8 +350,6 @@ class PartitionStateMachine:
             ctx.put_partition_leadership_info(tp, info)
             self.batch.add_leader_and_isr_request_for_brokers(
                 recipients, tp, info, ctx.partition_full_replica_assignment(tp), False)
-            if code == ELECTION_OFFLINE_UNCLEAN:
-                ctx.unclean_leader_elections += 1
             finished[tp] = (res, code)
         for tp in result.to_retry:
             self._log.debug(f"Controller failed to elect leader for partition {TopicPartition(*tp)}. Attempted to "
@@ -381,9 +379,12 @@ class PartitionStateMachine:
                 if leader is None:
                     out[tp] = (None, live, ELECTION_OFFLINE)
                 elif leader in lai.isr:
-                    new_isr = election.offline_new_isr(leader, lai.isr, live)
+                    online_isr = [r for r in lai.isr if is_online(r, tp)]
+                    new_isr = election.offline_new_isr(leader, lai.isr, online_isr)
                     out[tp] = (lai.new_leader_and_isr(leader, new_isr), live, ELECTION_OFFLINE)
                 else:
+                    # Kafka marks UncleanLeaderElectionsPerSec when the algorithm picks, before the write.
+                    ctx.unclean_leader_elections += 1
                     new = (lai.new_recovering_leader_and_isr(leader, (leader,)) if self.leader_recovery_supported
                            else lai.new_leader_and_isr(leader, (leader,)))
                     out[tp] = (new, live, ELECTION_OFFLINE_UNCLEAN)

@@ -6,11 +6,18 @@ import subprocess
 import sys
 
 import pytest
+import structlog
 
 from events.log import LogReader
 from kcontroller.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging():
+    yield
+    structlog.reset_defaults()  # main() configures structlog for the process; leave other tests as they were
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from controller.context import ControllerContext
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from statemachines.states import (
-    NEW_PARTITION, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA, REPLICA_DELETION_STARTED,
+    NEW_PARTITION, NON_EXISTENT_PARTITION, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA, REPLICA_DELETION_STARTED,
 )
 
 
@@ -73,7 +73,10 @@ def test_offline_partition_count_is_incremental():
     ctx.put_partition_state(("t", 0), ONLINE_PARTITION)
     assert ctx.offline_partition_count == 1
     ctx.queue_topic_deletion(["t"])
-    ctx.begin_topic_deletion(["t"])   # deleted topics stop counting, as in Kafka
+    ctx.put_partition_state(("t", 1), NON_EXISTENT_PARTITION)   # Kafka's order: NonExistent, then begin
+    ctx.begin_topic_deletion(["t"])
+    assert ctx.offline_partition_count == 0
+    ctx.put_partition_state(("t", 0), OFFLINE_PARTITION)       # deleted topics no longer count
     assert ctx.offline_partition_count == 0
 
 
