@@ -64,7 +64,11 @@ def _raise_bad_record(a, index: int) -> None:
     if not isinstance(a, tuple) or len(a) < HEADER_LEN:
         raise RecordDecodeError(f"record #{index} is not an array of at least {HEADER_LEN} fields: {a!r:.200}", index)
     kind, version = a[0], a[1]
-    if kind not in _TABLE:
+    try:
+        known = kind in _TABLE
+    except TypeError:  # an unhashable kind, e.g. a msgpack map
+        known = False
+    if not known:
         raise RecordDecodeError(f"record #{index} has unknown kind {kind!r}", index)
     cls, n = _TABLE[kind]
     if version != SCHEMA_VERSION:
