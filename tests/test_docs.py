@@ -31,3 +31,17 @@ def test_state_machine_diagrams_are_current() -> None:
     text = doc.read_text(encoding="utf-8")
     assert render_into(text) == text, (
         "docs/state-machines.md is stale: run python -m statemachines.diagrams --write docs/state-machines.md")
+
+
+def test_event_log_format_doc_lists_every_record_field_in_order() -> None:
+    """docs/event-log-format.md is what readers in other languages go by: it must match events.records."""
+    from events.records import HEADER_FIELDS, HEADER_LEN, KINDS
+
+    text = (ROOT / "docs" / "event-log-format.md").read_text(encoding="utf-8")
+    header_rows = re.findall(r"^\| (\d) \| (\w+) \|", text.split("### The common header", 1)[1], re.M)[:HEADER_LEN]
+    assert tuple(name for _, name in header_rows) == HEADER_FIELDS
+    for code, cls in KINDS.items():
+        m = re.search(rf"^\*\*{code} {cls.__name__}\*\*.*?\n\n(\|.*?)(?:\n\n|\Z)", text, re.S | re.M)
+        assert m, f"no section '**{code} {cls.__name__}**' in docs/event-log-format.md"
+        rows = re.findall(r"^\| (\d+) \| (\w+) \|", m.group(1), re.M)
+        assert [(int(i), f) for i, f in rows] == list(enumerate(cls._fields))[HEADER_LEN:], cls.__name__
