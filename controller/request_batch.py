@@ -13,7 +13,8 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from events.records import (
-    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, LeaderAndIsrPartition,
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, SCHEMA_VERSION,
+    LeaderAndIsrPartition,
     RequestSent, StopReplicaPartition, UpdateMetadataPartition,
 )
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAssignment
@@ -181,14 +182,25 @@ class ControllerBrokerRequestBatch:
         sent.append(req)
         self.channel.send(req)
 
+    def _emit_partitions(self, cls, lead: tuple, states: dict[tuple, tuple]) -> list:
+        """One record per partition state: ``lead`` fields, then topic, partition, then the state's fields."""
+        off, header, sink = self.journal.reserve(len(states))
+        prefix = (cls.KIND, SCHEMA_VERSION)
+        new = tuple.__new__
+        recs = []
+        for tp, st in states.items():
+            rec = new(cls, prefix + (off,) + header + lead + tp + st)
+            sink(rec)
+            recs.append(rec)
+            off += 1
+        return recs
+
     def _send_leader_and_isr(self, epoch: int, sent: list) -> None:
         live = self.context.live_broker_epochs
-        emit = self.journal.emit
         for broker in sorted(self.leader_and_isr_requests):
             if broker not in live:
                 continue
-            recs = [emit(LeaderAndIsrPartition, broker, topic, p, *st)
-                    for (topic, p), st in self.leader_and_isr_requests[broker].items()]
+            recs = self._emit_partitions(LeaderAndIsrPartition, (broker,), self.leader_and_isr_requests[broker])
             leaders = sum(1 for rec in recs if rec.leader == broker)
             self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent)
 
@@ -197,22 +209,16 @@ class ControllerBrokerRequestBatch:
         brokers = tuple(sorted(b for b in self.update_metadata_brokers if b in live))
         if not brokers:
             return
-        emit = self.journal.emit
-        recs = [emit(UpdateMetadataPartition, brokers, topic, p, *st)
-                for (topic, p), st in self.update_metadata_partitions.items()]
+        recs = self._emit_partitions(UpdateMetadataPartition, (brokers,), self.update_metadata_partitions)
         live_brokers = tuple(sorted(live))
         for broker in brokers:
             self._request(API_UPDATE_METADATA, broker, epoch, recs, 0, 0, live_brokers, sent)
 
     def _send_stop_replica(self, epoch: int, sent: list) -> None:
         live = self.context.live_broker_epochs
-        emit = self.journal.emit
         for broker in sorted(self.stop_replica_requests):
             if broker not in live:
                 continue
-            recs = []
-            deletes = 0
-            for (topic, p), (leader_epoch, delete) in self.stop_replica_requests[broker].items():
-                deletes += delete
-                recs.append(emit(StopReplicaPartition, broker, topic, p, leader_epoch, delete))
+            recs = self._emit_partitions(StopReplicaPartition, (broker,), self.stop_replica_requests[broker])
+            deletes = sum(1 for rec in recs if rec.delete_partition)
             self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent)

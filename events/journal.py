@@ -78,3 +78,13 @@ class Journal:
             sink(_new(cls, head + (off,) + header + body))
             off += 1
         self.next_offset = off
+
+    def reserve(self, n: int) -> tuple[int, tuple, Callable[[tuple], object]]:
+        """Claim ``n`` consecutive offsets for records the caller builds itself in a tight loop.
+
+        Returns (first offset, header, sink): the caller must build each record as
+        ``(KIND, SCHEMA_VERSION, offset) + header + body`` and pass all ``n`` to ``sink`` in order.
+        """
+        off = self.next_offset
+        self.next_offset = off + n
+        return off, self._header, self._sink

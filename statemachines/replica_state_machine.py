@@ -14,7 +14,8 @@ from collections.abc import Iterable
 import structlog
 
 from events.records import (
-    ENTITY_REPLICA, NO_LEADER, UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition, TransitionFailed,
+    ENTITY_REPLICA, NO_LEADER, SCHEMA_VERSION, UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition,
+    TransitionFailed,
 )
 from statemachines.errors import (
     ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name,
@@ -99,11 +100,11 @@ class ReplicaStateMachine:
         ctx = self.context
         valid_prev = VALID_PREVIOUS_REPLICA_BYTES[target]
         valid: list[tuple] = []
-        current: dict[tuple, int] = {}
+        curs: list[int] = []  # current state of each valid replica, aligned with ``valid``
         for rep, cur in zip(replicas, ctx.replica_states_or_init(replicas, NON_EXISTENT_REPLICA)):
             if cur in valid_prev:
                 valid.append(rep)
-                current[rep] = cur
+                curs.append(cur)
             else:
                 self._log_invalid_transition(rep, cur, target)
         if not valid:
@@ -111,8 +112,8 @@ class ReplicaStateMachine:
         batch = self.batch
 
         if target == NEW_REPLICA:
-            done = []
-            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
+            done, done_curs = [], []
+            for rep, cur, has_info in zip(valid, curs, ctx.has_leadership_info_mask(valid)):
                 if has_info:
                     tp = (rep[0], rep[1])
                     info = ctx.partition_leadership_info(tp)
@@ -121,34 +122,41 @@ class ReplicaStateMachine:
                             f"Replica {replica_id} for partition {TopicPartition(*tp)} cannot be moved to NewReplica "
                             f"state as it is being requested to become leader")
                         # Kafka reports this failure with OfflineReplica as the target (sic).
-                        self._log_failed_state_change(rep, current[rep], OFFLINE_REPLICA, exc)
+                        self._log_failed_state_change(rep, cur, OFFLINE_REPLICA, exc)
                         continue
                     batch.add_leader_and_isr_request_for_brokers(
                         (replica_id,), tp, info, ctx.partition_full_replica_assignment(tp), True)
                 done.append(rep)
-            self._succeed(done, current, target)
+                done_curs.append(cur)
+            self._succeed(done, done_curs, target)
         elif target == ONLINE_REPLICA:
-            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
-                tp = (rep[0], rep[1])
-                if current[rep] == NEW_REPLICA:
-                    if replica_id not in ctx.partition_replica_assignment(tp):
+            for rep, cur, has_info in zip(valid, curs, ctx.has_leadership_info_mask(valid)):
+                if cur == NEW_REPLICA:
+                    if replica_id not in ctx.partition_replica_assignment((rep[0], rep[1])):
+                        tp = (rep[0], rep[1])
                         assignment = ctx.partition_full_replica_assignment(tp)
                         self._log.error(f"Adding replica ({replica_id}) that is not part of the assignment {assignment}")
                         ctx.update_partition_full_replica_assignment(
                             tp, assignment._replace(replicas=assignment.replicas + (replica_id,)))
                 elif has_info:
+                    tp = (rep[0], rep[1])
                     batch.add_leader_and_isr_request_for_brokers(
                         (replica_id,), tp, ctx.partition_leadership_info(tp), ctx.partition_full_replica_assignment(tp),
                         False)
-            self._succeed(valid, current, target)
+            self._succeed(valid, curs, target)
         elif target == OFFLINE_REPLICA:
             for rep in valid:
                 batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), False)
-            with_info, without_info = [], []
-            for rep, has_info in zip(valid, ctx.has_leadership_info_mask(valid)):
-                (with_info if has_info else without_info).append(rep)
-            updated = self._remove_replicas_from_isr(replica_id, [(r[0], r[1]) for r in with_info], current)
-            done = []
+            with_info: dict[tuple, int] = {}
+            without_info, without_curs = [], []
+            for rep, cur, has_info in zip(valid, curs, ctx.has_leadership_info_mask(valid)):
+                if has_info:
+                    with_info[rep] = cur
+                else:
+                    without_info.append(rep)
+                    without_curs.append(cur)
+            updated = self._remove_replicas_from_isr(replica_id, [(r[0], r[1]) for r in with_info], with_info)
+            done, done_curs = [], []
             log_info = self.trace_transitions and self._log.is_enabled_for(logging.INFO)
             for tp, info in updated.items():
                 if log_info:
@@ -160,38 +168,42 @@ class ReplicaStateMachine:
                     batch.add_leader_and_isr_request_for_brokers(
                         recipients, tp, info, ctx.partition_full_replica_assignment(tp), False)
                 rep = (tp[0], tp[1], replica_id)
-                current[rep] = ctx.replica_state(rep)
                 done.append(rep)
-            self._succeed(done, current, target)
+                done_curs.append(ctx.replica_state(rep))
+            self._succeed(done, done_curs, target)
             live_or_shutting_down = tuple(ctx.live_broker_epochs)
             for rep in without_info:
                 batch.add_update_metadata_request_for_brokers(live_or_shutting_down, ((rep[0], rep[1]),))
-            self._succeed(without_info, current, target)
+            self._succeed(without_info, without_curs, target)
         elif target == REPLICA_DELETION_STARTED:
-            self._succeed(valid, current, target)
+            self._succeed(valid, curs, target)
             for rep in valid:
                 batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), True)
         elif target in (REPLICA_DELETION_INELIGIBLE, REPLICA_DELETION_SUCCESSFUL):
-            self._succeed(valid, current, target)
+            self._succeed(valid, curs, target)
         elif target == NON_EXISTENT_REPLICA:
             for rep in valid:
                 tp = (rep[0], rep[1])
                 assignment = ctx.partition_full_replica_assignment(tp)
                 ctx.update_partition_full_replica_assignment(tp, assignment.remove_replica(replica_id))
-            self._succeed(valid, current, target, remove=True)
+            self._succeed(valid, curs, target, remove=True)
         else:
             raise ValueError(f"unknown replica state byte {target}")
 
-    def _succeed(self, replicas: list[tuple], current: dict[tuple, int], target: int, remove: bool = False) -> None:
+    def _succeed(self, replicas: list[tuple], curs: list[int], target: int, remove: bool = False) -> None:
         """Record, trace-log and apply successful transitions (Kafka: logSuccessfulTransition + putReplicaState)."""
         if not replicas:
             return
         ctx = self.context
-        self.journal.emit_rows(ReplicaTransition, [(t, p, r, current[(t, p, r)], target) for t, p, r in replicas])
+        off, (cid, epoch, now, cause), sink = self.journal.reserve(len(replicas))
+        kind, new = ReplicaTransition.KIND, tuple.__new__
+        for (t, p, r), cur in zip(replicas, curs):
+            sink(new(ReplicaTransition, (kind, SCHEMA_VERSION, off, cid, epoch, now, cause, t, p, r, cur, target)))
+            off += 1
         if self.trace_transitions and self._log.is_enabled_for(logging.DEBUG):
-            for t, p, r in replicas:
+            for (t, p, r), cur in zip(replicas, curs):
                 self._log.debug(f"Changed state of replica {r} for partition {t}-{p} from "
-                                f"{REPLICA_BY_BYTE[current[(t, p, r)]]} to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
+                                f"{REPLICA_BY_BYTE[cur]} to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
         if remove:
             for rep in replicas:
                 ctx.remove_replica_state(rep)
