@@ -139,8 +139,9 @@ def main() -> None:
         gc.disable()
     print(f"# {args.partitions:,} partitions x RF 3 on {args.brokers} brokers; GC {'off' if args.no_gc else 'on'}; "
           f"best of {args.repeat}")
-    bench_transitions(args.partitions, args.brokers, args.repeat)
+    # Memory first: RSS deltas are only meaningful before other work has grown and freed the heap.
     bench_memory(args.memory_partitions, args.brokers)
+    bench_transitions(args.partitions, args.brokers, args.repeat)
     print(f"# peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
 
 
