@@ -59,7 +59,7 @@ def bench_transitions(partitions: int, brokers: int, repeat: int) -> None:
     best: dict[str, tuple[float, int, int]] = {}
     for _ in range(repeat):
         sink = CountingSink()
-        engine = DemoEngine(0, sink)
+        engine = DemoEngine(0, sink, send=lambda request: None)  # requests leave the controller
         ctx = engine.context
         ctx.epoch = engine.store.controller_epoch_zk_version = ctx.epoch_zk_version = 1
         engine.journal.set_writer(0, 1)

@@ -44,11 +44,11 @@ class DemoEngine:
     """The pieces of one controller wired together, with Kafka's flows as methods."""
 
     def __init__(self, controller_id: int, sink: Callable[[tuple], object] | None = None,
-                 broker_config: dict | None = None):
+                 broker_config: dict | None = None, send: Callable[[object], object] | None = None):
         self.controller_id = controller_id
         self.context = ControllerContext()
         self.journal = Journal(sink)
-        self.channel = ControllerChannel()
+        self.channel = ControllerChannel(send)  # no ``send``: requests are kept in channel.sent
         self.store = InMemoryPartitionStateStore()
         self.batch = ControllerBrokerRequestBatch(controller_id, self.context, self.journal, self.channel)
         self.replica_state_machine = ReplicaStateMachine(controller_id, self.context, self.store, self.batch,
