@@ -18,7 +18,7 @@ from controller.partition_state_store import InMemoryPartitionStateStore
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from events.journal import Journal
 from events.records import (
-    BrokerRegistered, BrokerSessionExpired, ConfigChanged, ControllerElected, TopicCreated,
+    BrokerSessionExpired, BrokerStarted, ConfigChanged, ControllerElected, TopicCreated,
 )
 from statemachines.partition_state_machine import OfflinePartitionLeaderElectionStrategy, PartitionStateMachine
 from statemachines.replica_state_machine import ReplicaStateMachine
@@ -106,7 +106,7 @@ def run_demo(spec: DemoSpec, sink: Callable[[tuple], object] | None = None) -> D
     for b in range(spec.brokers):
         journal.set_time(now)
         broker_epoch = 0x100 + b  # the czxid of the registration znode
-        journal.input(BrokerRegistered, b, broker_epoch, f"broker-{b}", 9092, None)
+        journal.input(BrokerStarted, b, f"broker-{b}", 9092, None)
         ctx.add_live_brokers({b: broker_epoch})
         now += 10
     journal.set_time(now)

@@ -102,8 +102,9 @@ class _RecordMixin:
 # Inputs: what happened to the controller. Kinds 1..39.
 # ---------------------------------------------------------------------------------------------
 
-class BrokerRegistered(NamedTuple):
-    """A broker registered ``/brokers/ids/<id>`` (startup or re-registration after a new session)."""
+class BrokerStarted(NamedTuple):
+    """A broker process started: it opens a store session, registers ``/brokers/ids/<id>`` and runs a
+    controller candidate. Its broker epoch is the czxid of that registration."""
     kind: int
     v: int
     offset: int
@@ -112,14 +113,14 @@ class BrokerRegistered(NamedTuple):
     timestamp_ms: int
     cause_offset: int
     broker_id: int
-    broker_epoch: int          # czxid of the registration znode
     host: str
     port: int
     rack: str | None
 
 
 class BrokerSessionExpired(NamedTuple):
-    """A broker's store session expired (or it crashed): its ephemeral registration is gone."""
+    """The store expired a broker's session now: its ephemeral nodes are gone; a broker that is still
+    running opens a new session and registers again (RegisterBrokerAndReelect)."""
     kind: int
     v: int
     offset: int
@@ -195,6 +196,72 @@ class ControlledShutdownRequested(NamedTuple):
     cause_offset: int
     broker_id: int
     broker_epoch: int
+
+
+class BrokerKilled(NamedTuple):
+    """A broker process died (kill -9): no controlled shutdown; its session lives on until
+    ``zookeeper.session.timeout.ms`` passes without a heartbeat."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+
+
+class ClockAdvanced(NamedTuple):
+    """Time passed to ``timestamp_ms`` with nothing else happening (sessions may time out)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+
+
+class AlterPartitionRequested(NamedTuple):
+    """A partition leader asked the controller to change ISRs (AlterPartition, IBP >= 2.7)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple          # ((topic, partition, leader_epoch, isr, recovery_state, partition_epoch), ...)
+
+
+class IsrChangeNotified(NamedTuple):
+    """A leader on an old IBP wrote new ISRs to ``/state`` itself and queued an ``/isr_change_notification``."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    partitions: tuple          # ((topic, partition, isr), ...)
+
+
+class BrokerModified(NamedTuple):
+    """A broker re-registered with different endpoints or rack (BrokerModifications)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
 
 
 FIRST_OUTPUT_KIND = 40
@@ -384,15 +451,44 @@ UPDATE_REASON_NAMES = {UPDATE_OFFLINE_REPLICA: "offline_replica", UPDATE_REASSIG
                        UPDATE_ALTER_PARTITION: "alter_partition"}
 
 
+class ControllerResigned(NamedTuple):
+    """The controller in the header stopped being controller (onControllerResignation)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+
+
+class LiveBrokersChanged(NamedTuple):
+    """The controller's view of the live brokers changed (failover, BrokerChange, controlled shutdown)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    live_brokers: tuple        # ((broker_id, broker_epoch), ...) sorted by id, shutting-down brokers included
+    shutting_down: tuple       # broker ids in controlled shutdown
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
-    1: BrokerRegistered,
+    1: BrokerStarted,
     2: BrokerSessionExpired,
     3: TopicCreated,
     4: PartitionsAdded,
     5: TopicDeletionRequested,
     6: ConfigChanged,
     7: ControlledShutdownRequested,
+    8: BrokerKilled,
+    9: ClockAdvanced,
+    10: AlterPartitionRequested,
+    11: IsrChangeNotified,
+    12: BrokerModified,
     40: ControllerElected,
     41: ReplicaTransition,
     42: PartitionTransition,
@@ -402,6 +498,8 @@ KINDS: dict[int, type] = {
     46: StopReplicaPartition,
     47: RequestSent,
     48: LeaderAndIsrUpdated,
+    49: ControllerResigned,
+    50: LiveBrokersChanged,
 }
 
 for _code, _cls in KINDS.items():
@@ -415,7 +513,9 @@ del _code, _cls, _name
 INPUT_KINDS = frozenset(k for k in KINDS if k < FIRST_OUTPUT_KIND)
 KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
 
-Record = (BrokerRegistered | BrokerSessionExpired | TopicCreated | PartitionsAdded
-          | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | ControllerElected
+Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
+          | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | BrokerKilled | ClockAdvanced
+          | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
-          | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated)
+          | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
+          | LiveBrokersChanged)

@@ -22,7 +22,7 @@ from events.log import (
     Recovery, TornTail, read_log,
 )
 from events.records import (
-    BrokerRegistered, BrokerSessionExpired, ConfigChanged, ControllerElected, ReplicaTransition,
+    BrokerSessionExpired, BrokerStarted, ConfigChanged, ControllerElected, ReplicaTransition,
     TopicCreated,
 )
 from events.segment import (
@@ -35,9 +35,8 @@ def record(offset: int):
     ts = 1_000 + offset // 3
     k = offset % 7
     if k == 1:
-        return BrokerRegistered.make(offset=offset, timestamp_ms=ts, cause_offset=offset, broker_id=offset % 5,
-                                     broker_epoch=100 + offset, host=f"broker-{offset % 5}", port=9092,
-                                     rack=None if offset % 2 else "rack-a")
+        return BrokerStarted.make(offset=offset, timestamp_ms=ts, cause_offset=offset, broker_id=offset % 5,
+                                  host=f"broker-{offset % 5}", port=9092, rack=None if offset % 2 else "rack-a")
     if k == 2:
         return TopicCreated.make(offset=offset, timestamp_ms=ts, cause_offset=offset, topic="orders",
                                  assignment=((1, 2, 3), (2, 3, 1)), configs=(("cleanup.policy", "compact"),))

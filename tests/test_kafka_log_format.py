@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, ENTITY_PARTITION, ENTITY_REPLICA,
-    UPDATE_OFFLINE_REPLICA, BrokerRegistered, LeaderAndIsrPartition, LeaderAndIsrUpdated, PartitionTransition,
+    UPDATE_OFFLINE_REPLICA, BrokerStarted, LeaderAndIsrPartition, LeaderAndIsrUpdated, PartitionTransition,
     ReplicaTransition, RequestSent, StopReplicaPartition, TransitionFailed,
 )
 from statemachines.kafka_log_format import format_records
@@ -94,5 +94,5 @@ def test_requests_print_trace_per_partition_and_info_summaries():
 
 
 def test_inputs_belong_to_controller_log_not_state_change_log():
-    rec = BrokerRegistered.make(offset=0, broker_id=1, broker_epoch=5, host="h", port=9092, rack=None)
+    rec = BrokerStarted.make(offset=0, broker_id=1, host="h", port=9092, rack=None)
     assert lines(rec) == []
