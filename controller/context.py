@@ -73,6 +73,7 @@ class ControllerContext:
         self.epoch = 0
         self.epoch_zk_version = 0
         self.live_broker_epochs: dict[int, int] = {}
+        self.broker_info: dict[int, object] = {}  # registration data of live brokers (endpoints, rack)
         self.shutting_down_broker_ids: set[int] = set()
         self.replicas_on_offline_dirs: dict[int, set[tuple]] = {}
         self.topics: dict[str, TopicState] = {}

@@ -4,7 +4,7 @@ A ``ControllerEvent`` is what the event manager queues and hands to the processo
 controller). Each concrete event class names its :class:`ControllerState` and may override
 ``preempt()``, which runs instead of processing when the event is drained from the queue
 (``clear_and_put``, controller shutdown), e.g. to answer a pending request with an error.
-The concrete events of the controller are defined elsewhere.
+The concrete events of the KafkaController follow, named as in Kafka 3.7.
 """
 from __future__ import annotations
 
@@ -39,3 +39,143 @@ class ShutdownEventThread(ControllerEvent):
 
 
 SHUTDOWN_EVENT_THREAD = ShutdownEventThread()
+
+
+class _Singleton(ControllerEvent):
+    __slots__ = ()
+
+
+class Startup(_Singleton):
+    """Enqueued by ``KafkaController.startup()``: watch ``/controller`` and run for election."""
+    __slots__ = ()
+    state = ControllerState.ControllerChange
+
+
+class ControllerChange(_Singleton):
+    """``/controller`` was created or changed: resign if this broker lost the role."""
+    __slots__ = ()
+    state = ControllerState.ControllerChange
+
+
+class Reelect(_Singleton):
+    """``/controller`` was deleted: resign if needed, then run for election."""
+    __slots__ = ()
+    state = ControllerState.ControllerChange
+
+
+class RegisterBrokerAndReelect(_Singleton):
+    """A new store session was initialised: register the broker again, then re-elect."""
+    __slots__ = ()
+    state = ControllerState.ControllerChange
+
+
+class Expire(_Singleton):
+    """The store session is about to be re-initialised (it expired): resign (put with clear_and_put)."""
+    __slots__ = ()
+    state = ControllerState.ControllerChange
+
+
+class BrokerChange(_Singleton):
+    """The children of ``/brokers/ids`` changed."""
+    __slots__ = ()
+    state = ControllerState.BrokerChange
+
+
+class BrokerModifications(ControllerEvent):
+    """The data of ``/brokers/ids/<id>`` changed."""
+    __slots__ = ("broker_id",)
+    state = ControllerState.BrokerChange
+
+    def __init__(self, broker_id: int):
+        self.broker_id = broker_id
+
+    def __repr__(self) -> str:
+        return f"BrokerModifications({self.broker_id})"
+
+
+class TopicChange(_Singleton):
+    """The children of ``/brokers/topics`` changed."""
+    __slots__ = ()
+    state = ControllerState.TopicChange
+
+
+class PartitionModifications(ControllerEvent):
+    """The data of ``/brokers/topics/<topic>`` changed (partitions added, or a reassignment)."""
+    __slots__ = ("topic",)
+    state = ControllerState.TopicChange
+
+    def __init__(self, topic: str):
+        self.topic = topic
+
+    def __repr__(self) -> str:
+        return f"PartitionModifications({self.topic})"
+
+
+class IsrChangeNotification(_Singleton):
+    """The children of ``/isr_change_notification`` changed."""
+    __slots__ = ()
+    state = ControllerState.IsrChange
+
+
+class AlterPartitionReceived(ControllerEvent):
+    """An AlterPartition request from a partition leader; ``callback`` gets the response.
+
+    ``partitions`` is ``{(topic, partition): LeaderAndIsr}`` as the leader proposes it.
+    """
+    __slots__ = ("broker_id", "broker_epoch", "partitions", "callback")
+    state = ControllerState.IsrChange
+
+    def __init__(self, broker_id: int, broker_epoch: int, partitions: dict, callback):
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.partitions = partitions
+        self.callback = callback
+
+    def preempt(self) -> None:
+        self.callback(AlterPartitionResponse(NOT_CONTROLLER, {}))
+
+    def __repr__(self) -> str:
+        return f"AlterPartitionReceived(broker={self.broker_id}, partitions={len(self.partitions)})"
+
+
+class UncleanLeaderElectionEnable(_Singleton):
+    """The broker default ``unclean.leader.election.enable`` was turned on."""
+    __slots__ = ()
+    state = ControllerState.UncleanLeaderElectionEnable
+
+
+class TopicUncleanLeaderElectionEnable(ControllerEvent):
+    """A topic's ``unclean.leader.election.enable`` was turned on."""
+    __slots__ = ("topic",)
+    state = ControllerState.TopicUncleanLeaderElectionEnable
+
+    def __init__(self, topic: str):
+        self.topic = topic
+
+    def __repr__(self) -> str:
+        return f"TopicUncleanLeaderElectionEnable({self.topic})"
+
+
+# Kafka's error codes, by name (org.apache.kafka.common.protocol.Errors).
+NONE = "NONE"
+NOT_CONTROLLER = "NOT_CONTROLLER"
+STALE_BROKER_EPOCH = "STALE_BROKER_EPOCH"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+INVALID_UPDATE_VERSION = "INVALID_UPDATE_VERSION"
+INVALID_REQUEST = "INVALID_REQUEST"
+INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
+UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
+STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
+
+
+class AlterPartitionResponse:
+    """``error`` for the whole request; ``partitions`` maps (topic, partition) to an error name or the
+    LeaderAndIsr now stored."""
+    __slots__ = ("error", "partitions")
+
+    def __init__(self, error: str, partitions: dict):
+        self.error = error
+        self.partitions = partitions
+
+    def __repr__(self) -> str:
+        return f"AlterPartitionResponse({self.error}, {self.partitions})"

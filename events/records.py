@@ -264,6 +264,19 @@ class BrokerModified(NamedTuple):
     rack: str | None
 
 
+class ClusterCreated(NamedTuple):
+    """The first record of a run: the cluster's seed and broker configs (Kafka names), so a replay can rebuild it."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    seed: int
+    configs: tuple             # ((name, value), ...) sorted by name
+
+
 FIRST_OUTPUT_KIND = 40
 
 # ---------------------------------------------------------------------------------------------
@@ -446,9 +459,10 @@ class LeaderAndIsrUpdated(NamedTuple):
 
 UPDATE_OFFLINE_REPLICA = 1     # removeReplicasFromIsr on the way to OfflineReplica
 UPDATE_REASSIGNMENT_EPOCH = 2  # updateLeaderEpoch during a reassignment
-UPDATE_ALTER_PARTITION = 3     # AlterPartition / ISR change notification from a leader
+UPDATE_ALTER_PARTITION = 3     # AlterPartition from a leader, accepted and written by the controller
+UPDATE_ISR_NOTIFICATION = 4    # a leader wrote /state itself; the controller read it on an ISR change notification
 UPDATE_REASON_NAMES = {UPDATE_OFFLINE_REPLICA: "offline_replica", UPDATE_REASSIGNMENT_EPOCH: "reassignment_epoch",
-                       UPDATE_ALTER_PARTITION: "alter_partition"}
+                       UPDATE_ALTER_PARTITION: "alter_partition", UPDATE_ISR_NOTIFICATION: "isr_change_notification"}
 
 
 class ControllerResigned(NamedTuple):
@@ -475,6 +489,19 @@ class LiveBrokersChanged(NamedTuple):
     shutting_down: tuple       # broker ids in controlled shutdown
 
 
+class StateDigest(NamedTuple):
+    """A SHA-256 digest of the whole cluster state (store contents and the active controller's context),
+    written at checkpoints and at the end of a run so that a replay can compare states, not only records."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    digest: str
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -489,6 +516,7 @@ KINDS: dict[int, type] = {
     10: AlterPartitionRequested,
     11: IsrChangeNotified,
     12: BrokerModified,
+    13: ClusterCreated,
     40: ControllerElected,
     41: ReplicaTransition,
     42: PartitionTransition,
@@ -500,6 +528,7 @@ KINDS: dict[int, type] = {
     48: LeaderAndIsrUpdated,
     49: ControllerResigned,
     50: LiveBrokersChanged,
+    51: StateDigest,
 }
 
 for _code, _cls in KINDS.items():
@@ -515,7 +544,7 @@ KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
 
 Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | BrokerKilled | ClockAdvanced
-          | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ControllerElected
+          | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
-          | LiveBrokersChanged)
+          | LiveBrokersChanged | StateDigest)

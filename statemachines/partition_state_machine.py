@@ -99,13 +99,16 @@ class PartitionStateMachine:
     """
 
     def __init__(self, controller_id: int, context, store, batch, journal, *, broker_config: dict | None = None,
-                 leader_recovery_supported: bool = True, trace_transitions: bool = False):
+                 topic_configs=None, leader_recovery_supported: bool = True, trace_transitions: bool = False):
         self.controller_id = controller_id
         self.context = context
         self.store = store
         self.batch = batch
         self.journal = journal
         self.broker_config = broker_config if broker_config is not None else {}
+        # topic -> its config overrides (Kafka reads them from /config/topics at election time);
+        # without it, the overrides cached in context.topic_configs are used.
+        self.topic_configs = topic_configs
         self.leader_recovery_supported = leader_recovery_supported
         self.trace_transitions = trace_transitions
         self._log = _log.bind(controller_id=controller_id)
@@ -140,8 +143,11 @@ class PartitionStateMachine:
         return self.handle_state_changes(partitions, ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy(False))
 
     def unclean_leader_election_enabled(self, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable`` override, else the broker default."""
         default = self.broker_config.get(UNCLEAN_LEADER_ELECTION_ENABLE, "false")
-        return config_true(self.context.topic_config(topic, UNCLEAN_LEADER_ELECTION_ENABLE, default))
+        overrides = (self.topic_configs(topic) if self.topic_configs is not None
+                     else self.context.topic_configs.get(topic, {}))
+        return config_true(overrides.get(UNCLEAN_LEADER_ELECTION_ENABLE, default))
 
     # --- transitions ----------------------------------------------------------------------------
     def handle_state_changes(self, partitions: Iterable[tuple], target_state: int, strategy=None) -> dict:

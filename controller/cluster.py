@@ -1,0 +1,416 @@
+"""An in-process Kafka cluster around the controller: the embedding API.
+
+``Cluster`` holds an embedded ZooKeeper model, the brokers (each with its store session, its
+registration, its controller candidate and the metadata it accepts from controllers), an
+admin client, a simulated clock and the journal. Every public action — start, kill or
+restart a broker, expire a session, let time pass, create a topic, add partitions, change a
+config, send an AlterPartition — is journaled as an input record and then carried out; the
+cluster then *settles*: the brokers' event queues are stepped round-robin in broker-id order
+until all are empty. Nothing reads the wall clock; two clusters given the same actions write
+the same records, byte for byte, and ``replay`` re-applies a log's inputs to a fresh cluster.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Iterable, Mapping
+
+import structlog
+
+from controller.assignment import assign_replicas_to_brokers
+from controller.config import KafkaConfig
+from controller.controller_events import (
+    STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, AlterPartitionReceived, TopicUncleanLeaderElectionEnable,
+    UncleanLeaderElectionEnable,
+)
+from controller.kafka_controller import KafkaController
+from controller.kafka_zk_client import KafkaZkClient
+from controller.request_batch import BrokerRequest
+from controller.zookeeper import ZooKeeper
+from events.journal import Journal
+from events.records import (
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
+    BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged, IsrChangeNotified,
+    PartitionsAdded, StateDigest, TopicCreated,
+)
+from statemachines.leader_and_isr import LeaderAndIsr
+
+_log = structlog.get_logger("kcontroller.cluster")
+
+UNCLEAN = "unclean.leader.election.enable"
+MAX_SETTLE_STEPS = 10_000_000
+
+
+class ClusterError(RuntimeError):
+    """An action the cluster cannot carry out (unknown broker, broker already running, ...)."""
+
+
+class BrokerServer:
+    """One broker process: its store session and registration, its controller candidate, and the
+    partition metadata it accepts from controllers (rejecting stale controller epochs as Kafka does)."""
+
+    def __init__(self, cluster: Cluster, broker_id: int, host: str, port: int, rack: str | None):
+        self.cluster = cluster
+        self.broker_id = broker_id
+        self.host, self.port, self.rack = host, port, rack
+        self.alive = False
+        self.zk: KafkaZkClient | None = None
+        self.controller: KafkaController | None = None
+        self.broker_epoch = -1
+        # What the broker knows from controllers.
+        self.controller_epoch = 0
+        self.leader_and_isr: dict[tuple, tuple] = {}   # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
+        self.metadata: dict[tuple, tuple] = {}         # UpdateMetadata cache: (topic, p) -> (leader, epoch, isr)
+        self.live_brokers: tuple = ()
+        self.rejected: list[tuple] = []                # (api, controller_id, controller_epoch, error)
+
+    def start(self) -> None:
+        c = self.cluster
+        self.zk = KafkaZkClient(c.zk, session_timeout_ms=c.config.get_int("zookeeper.session.timeout.ms"),
+                                clock=c.clock, rng=c.store_rng)
+        self.zk.create_top_level_paths()
+        self.broker_epoch = self._register()
+        self.controller = KafkaController(self.broker_id, c.config, self.zk, c.journal, c.clock,
+                                          send=c._deliver, register_broker=self._register)
+        self.alive = True
+        self.controller.startup()
+
+    def _register(self) -> int:
+        self.broker_epoch = self.zk.register_broker(self.broker_id, self.host, self.port, self.rack)
+        return self.broker_epoch
+
+    def kill(self) -> None:
+        """kill -9: the process stops; its session lives until it times out."""
+        self.alive = False
+        self.zk.abandon()
+        self.controller.event_manager.close()
+
+    # --- requests from controllers -------------------------------------------------------------
+    def handle_request(self, request: BrokerRequest) -> str:
+        if request.controller_epoch < self.controller_epoch:
+            self.rejected.append((request.api, request.controller_id, request.controller_epoch,
+                                  STALE_CONTROLLER_EPOCH))
+            return STALE_CONTROLLER_EPOCH
+        if request.api != API_UPDATE_METADATA and 0 <= request.broker_epoch < self.broker_epoch:
+            self.rejected.append((request.api, request.controller_id, request.controller_epoch, STALE_BROKER_EPOCH))
+            return STALE_BROKER_EPOCH
+        self.controller_epoch = request.controller_epoch
+        if request.api == API_LEADER_AND_ISR:
+            for p in request.partitions:
+                tp = (p.topic, p.partition)
+                cur = self.leader_and_isr.get(tp)
+                if cur is None or p.leader_epoch > cur[1]:
+                    self.leader_and_isr[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
+        elif request.api == API_UPDATE_METADATA:
+            self.live_brokers = request.live_brokers
+            for p in request.partitions:
+                self.metadata[(p.topic, p.partition)] = (p.leader, p.leader_epoch, p.isr)
+        elif request.api == API_STOP_REPLICA:
+            for p in request.partitions:
+                if p.delete_partition:
+                    self.leader_and_isr.pop((p.topic, p.partition), None)
+        return "NONE"
+
+
+class Cluster:
+    """A cluster of brokers around the controller, driven by journaled actions.
+
+    ``configs`` are broker configs by Kafka name; ``sink`` receives every record (a
+    ``LogWriter.append``; without it the records are kept in ``cluster.journal.records``).
+    """
+
+    def __init__(self, *, configs: Mapping[str, object] | None = None, seed: int = 0,
+                 sink: Callable[[tuple], object] | None = None, start_time_ms: int = 0, record_creation: bool = True):
+        overrides = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (configs or {}).items()}
+        self.config = KafkaConfig(overrides)
+        self.seed = seed
+        self.now = start_time_ms
+        self.assignment_rng = random.Random(seed)
+        self.store_rng = random.Random(seed + 1)
+        self.zk = ZooKeeper(self.clock)
+        self.journal = Journal(sink)
+        self.brokers: dict[int, BrokerServer] = {}
+        self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"),
+                                   clock=self.clock, rng=self.store_rng)
+        self.admin.create_top_level_paths()
+        self._overrides = tuple(sorted(overrides.items()))
+        if record_creation:
+            self.journal.set_time(self.now)
+            self.journal.input(ClusterCreated, seed, self._overrides)
+
+    def clock(self) -> int:
+        return self.now
+
+    # --- actions ---------------------------------------------------------------------------------
+    def start_broker(self, broker_id: int, *, host: str | None = None, port: int = 9092, rack: str | None = None,
+                     at: int | None = None) -> BrokerServer:
+        """Start (or restart) a broker: it registers and runs its controller candidate."""
+        self._input(at, BrokerStarted, broker_id, host or f"broker-{broker_id}", port, rack)
+        return self.brokers[broker_id]
+
+    def start_brokers(self, broker_ids: Iterable[int], at: int | None = None) -> None:
+        for b in broker_ids:
+            self.start_broker(b, at=at)
+
+    def kill_broker(self, broker_id: int, at: int | None = None) -> None:
+        """kill -9: the broker stops at once; the store notices when its session times out."""
+        self._input(at, BrokerKilled, broker_id)
+
+    def expire_session(self, broker_id: int, at: int | None = None) -> None:
+        """Expire the broker's store session now (a network partition from ZooKeeper, a long GC pause)."""
+        self._input(at, BrokerSessionExpired, broker_id)
+
+    def advance_to(self, time_ms: int) -> None:
+        """Let time pass (sessions of dead brokers time out on the way)."""
+        self._input(time_ms, ClockAdvanced)
+
+    def advance(self, ms: int) -> None:
+        self.advance_to(self.now + ms)
+
+    def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None, *,
+                     assignment: Iterable[Iterable[int]] | None = None, configs: Mapping[str, object] | None = None,
+                     at: int | None = None) -> None:
+        """Create a topic as ``kafka-topics.sh --create`` does (an explicit assignment, or Kafka's placement)."""
+        if assignment is None:
+            partitions = partitions or self.config.get_int("num.partitions")
+            rf = replication_factor or self.config.get_int("default.replication.factor")
+            live = sorted(b for b, s in self.brokers.items() if s.alive)
+            assignment = assign_replicas_to_brokers(live, partitions, rf, rng=self.assignment_rng)
+        assignment = tuple(tuple(r) for r in assignment)
+        topic_configs = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
+                                     for k, v in (configs or {}).items()))
+        self._input(at, TopicCreated, name, assignment, topic_configs)
+
+    def add_partitions(self, topic: str, count: int | None = None, *,
+                       assignment: Mapping[int, Iterable[int]] | None = None, at: int | None = None) -> None:
+        """Grow a topic to ``count`` partitions (Kafka's placement) or add an explicit assignment."""
+        existing = self.admin.get_full_replica_assignment_for_topics([topic])
+        if not existing:
+            raise ClusterError(f"topic {topic} does not exist")
+        if assignment is None:
+            if count is None or count <= len(existing):
+                raise ClusterError(f"topic {topic} has {len(existing)} partitions; pass a larger count")
+            live = sorted(b for b, s in self.brokers.items() if s.alive)
+            rf = len(existing[(topic, 0)].replicas)
+            new = assign_replicas_to_brokers(live, count - len(existing), rf, rng=self.assignment_rng,
+                                             start_partition_id=len(existing))
+            assignment = {len(existing) + i: r for i, r in enumerate(new)}
+        self._input(at, PartitionsAdded, topic, tuple((p, tuple(r)) for p, r in sorted(assignment.items())))
+
+    def set_config(self, entity_type: str, entity_name: str, name: str, value: object, at: int | None = None) -> None:
+        """Change a broker default (``entity_type="broker"``, name "") or a topic override (value None deletes)."""
+        if entity_type not in ("broker", "topic"):
+            raise ClusterError(f"entity_type must be 'broker' or 'topic', not {entity_type!r}")
+        text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+        self._input(at, ConfigChanged, entity_type, entity_name, name, text)
+
+    def alter_partition(self, broker_id: int, partitions: Mapping[tuple, tuple], *, broker_epoch: int | None = None,
+                        at: int | None = None):
+        """Send AlterPartition from ``broker_id``: ``{(topic, p): (leader_epoch, isr, recovery_state,
+        partition_epoch)}``. Returns the controller's response (None if no controller answered)."""
+        epoch = self.brokers[broker_id].broker_epoch if broker_epoch is None else broker_epoch
+        body = tuple((t, p, le, tuple(isr), rs, pe) for (t, p), (le, isr, rs, pe) in sorted(partitions.items()))
+        return self._input(at, AlterPartitionRequested, broker_id, epoch, body)
+
+    def notify_isr_change(self, broker_id: int, partitions: Mapping[tuple, Iterable[int]],
+                          at: int | None = None) -> None:
+        """The pre-2.7 path: the leader writes the new ISR to ``/state`` itself, then notifies the controller."""
+        body = tuple((t, p, tuple(isr)) for (t, p), isr in sorted(partitions.items()))
+        self._input(at, IsrChangeNotified, broker_id, body)
+
+    def checkpoint(self) -> str:
+        """Record the digest of the whole cluster state; returns it."""
+        digest = self.digest()
+        self.journal.set_writer(-1, 0)
+        self.journal.emit(StateDigest, digest)
+        return digest
+
+    def apply(self, record) -> object:
+        """Carry out an input record from a log (replay); returns what the action returns."""
+        if type(record) is ClusterCreated:
+            return None
+        return self._input(record.timestamp_ms, type(record), *record.body())
+
+    # --- reading -------------------------------------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        cid = self.admin.get_controller_id()
+        return -1 if cid is None else cid
+
+    @property
+    def controller(self) -> KafkaController | None:
+        """The active controller (the broker that holds ``/controller`` and knows it)."""
+        server = self.brokers.get(self.controller_id)
+        if server is None or not server.alive or not server.controller.is_active:
+            return None
+        return server.controller
+
+    def digest(self) -> str:
+        """SHA-256 over the store's contents and the active controller's view of the cluster."""
+        h = hashlib.sha256(self.zk.dump().encode())
+        controller = self.controller
+        if controller is not None:
+            ctx = controller.context
+            h.update(f"controller {controller.broker_id} epoch {ctx.epoch}\n".encode())
+            h.update(repr(sorted(ctx.live_broker_epochs.items())).encode())
+            for tp in sorted(ctx.all_partitions()):
+                h.update(repr((tp, ctx.partition_state(tp), ctx.partition_leadership_info(tp),
+                               ctx.partition_full_replica_assignment(tp),
+                               [(r, ctx.replica_state((tp[0], tp[1], r)))
+                                for r in ctx.partition_replica_assignment(tp)])).encode())
+        return h.hexdigest()
+
+    # --- machinery -------------------------------------------------------------------------------------
+    def _input(self, at: int | None, cls, *body) -> object:
+        target = self.now if at is None else at
+        if target < self.now:
+            raise ClusterError(f"time cannot go back: now {self.now}, asked {target}")
+        self._advance_clock(target)
+        self.journal.set_writer(-1, 0)
+        rec = self.journal.input(cls, *body)
+        result = self._carry_out(rec)
+        self.settle()
+        return result
+
+    def _advance_clock(self, target: int) -> None:
+        """Move time to ``target``, stopping at every session deadline on the way so that
+        expiries happen (and are recorded) at their own time."""
+        while True:
+            for server in self.brokers.values():
+                if server.alive:
+                    server.zk.heartbeat()
+            self.admin.heartbeat()
+            deadline = self.zk.next_session_deadline()
+            if deadline is None or deadline > target:
+                break
+            self.now = max(self.now, deadline)
+            self.journal.set_time(self.now)
+            self.zk.tick()
+            self.settle()
+        self.now = target
+        self.journal.set_time(target)
+
+    def settle(self) -> int:
+        """Step every running broker's event queue, round-robin by broker id, until all are empty."""
+        steps = 0
+        while True:
+            progressed = False
+            for b in sorted(self.brokers):
+                server = self.brokers[b]
+                if server.alive and server.controller.event_manager.step():
+                    progressed = True
+                    steps += 1
+            if not progressed:
+                return steps
+            if steps > MAX_SETTLE_STEPS:
+                raise ClusterError("the cluster did not settle: events keep coming")
+
+    def _deliver(self, request: BrokerRequest) -> None:
+        server = self.brokers.get(request.broker_id)
+        if server is not None and server.alive:
+            server.handle_request(request)
+
+    def _carry_out(self, rec) -> object:
+        t = type(rec)
+        if t is BrokerStarted:
+            server = self.brokers.get(rec.broker_id)
+            if server is not None and server.alive:
+                raise ClusterError(f"broker {rec.broker_id} is already running")
+            server = BrokerServer(self, rec.broker_id, rec.host, rec.port, rec.rack)
+            self.brokers[rec.broker_id] = server
+            server.start()
+        elif t is BrokerKilled:
+            self._running(rec.broker_id).kill()
+        elif t is BrokerSessionExpired:
+            self.zk.expire_session(self._running(rec.broker_id).zk.session_id)
+        elif t is ClockAdvanced:
+            pass
+        elif t is TopicCreated:
+            self.admin.create_topic_with_assignment(rec.topic, dict(rec.configs),
+                                                    {p: list(r) for p, r in enumerate(rec.assignment)})
+        elif t is PartitionsAdded:
+            existing = self.admin.get_full_replica_assignment_for_topics([rec.topic])
+            self.admin.add_partitions(rec.topic, existing, {p: list(r) for p, r in rec.assignment})
+        elif t is ConfigChanged:
+            self._change_config(rec)
+        elif t is AlterPartitionRequested:
+            return self._alter_partition(rec)
+        elif t is IsrChangeNotified:
+            self._isr_change(rec)
+        elif t is BrokerModified:
+            server = self._running(rec.broker_id)
+            server.host, server.port, server.rack = rec.host, rec.port, rec.rack
+            server._register()
+        else:
+            raise ClusterError(f"{t.__name__} is not an input the cluster can carry out")
+        return None
+
+    def _running(self, broker_id: int) -> BrokerServer:
+        server = self.brokers.get(broker_id)
+        if server is None or not server.alive:
+            raise ClusterError(f"broker {broker_id} is not running")
+        return server
+
+    def _change_config(self, rec) -> None:
+        if rec.entity_type == "broker":
+            self.config = self.config.with_overrides({rec.name: rec.value} if rec.value is not None else {})
+            for server in self.brokers.values():
+                if server.alive:
+                    server.controller.config = self.config
+                    server.controller.partition_state_machine.broker_config = self.config
+            if rec.name == UNCLEAN and rec.value == "true":
+                self._put_on_active(UncleanLeaderElectionEnable())
+        else:
+            configs = dict(self.admin.get_entity_configs("topics", rec.entity_name))
+            if rec.value is None:
+                configs.pop(rec.name, None)
+            else:
+                configs[rec.name] = rec.value
+            self.admin.change_topic_config(rec.entity_name, configs)
+            if rec.name == UNCLEAN and rec.value == "true":
+                self._put_on_active(TopicUncleanLeaderElectionEnable(rec.entity_name))
+
+    def _put_on_active(self, event) -> None:
+        for server in self.brokers.values():
+            if server.alive and server.controller.is_active:
+                server.controller.event_manager.put(event)
+
+    def _alter_partition(self, rec):
+        server = self._running(rec.broker_id)
+        proposed = {(t, p): LeaderAndIsr(rec.broker_id, le, tuple(isr), rs, pe)
+                    for t, p, le, isr, rs, pe in rec.partitions}
+        responses = []
+        target = self.brokers.get(self.controller_id)
+        if target is None or not target.alive:
+            return None
+        target.controller.event_manager.put(
+            AlterPartitionReceived(server.broker_id, rec.broker_epoch, proposed, responses.append))
+        self.settle()
+        return responses[0] if responses else None
+
+    def _isr_change(self, rec) -> None:
+        server = self._running(rec.broker_id)
+        changed = []
+        states = server.zk.get_topic_partition_states([(t, p) for t, p, _ in rec.partitions])
+        for t, p, isr in rec.partitions:
+            info = states.get((t, p))
+            if info is None:
+                continue
+            lai = info.leader_and_isr
+            server.zk.update_partition_state_as_leader((t, p), lai._replace(isr=tuple(isr)), info.controller_epoch)
+            changed.append((t, p))
+        if changed:
+            server.zk.propagate_isr_changes(changed)
+
+
+def replay_inputs(records: Iterable[tuple], sink: Callable[[tuple], object] | None = None) -> Cluster:
+    """Build a fresh cluster from a log's ClusterCreated record and re-apply its inputs."""
+    it = iter(records)
+    first = next(it, None)
+    if type(first) is not ClusterCreated:
+        raise ClusterError("a replayable log starts with a ClusterCreated record")
+    cluster = Cluster(configs=dict(first.configs), seed=first.seed, sink=sink, start_time_ms=first.timestamp_ms)
+    for rec in it:
+        if rec.is_input:
+            cluster.apply(rec)
+    return cluster

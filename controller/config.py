@@ -1,0 +1,82 @@
+"""Broker configuration by Kafka's own names, with Kafka 3.7's defaults.
+
+Values are kept as strings, as Kafka's configs are, and parsed on read. Unknown names are
+allowed (a scenario may carry configs the engine does not use yet) but a misspelt known name
+is an error, so ``unclean.leader.elections.enable`` does not silently do nothing.
+"""
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+
+DEFAULTS: dict[str, str] = {
+    "unclean.leader.election.enable": "false",
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.per.broker.percentage": "10",
+    "leader.imbalance.check.interval.seconds": "300",
+    "delete.topic.enable": "true",
+    "zookeeper.session.timeout.ms": "18000",
+    "default.replication.factor": "1",
+    "num.partitions": "1",
+    "min.insync.replicas": "1",
+    "controlled.shutdown.enable": "true",
+    "controlled.shutdown.max.retries": "3",
+    "controlled.shutdown.retry.backoff.ms": "5000",
+    "replica.lag.time.max.ms": "30000",
+    "request.timeout.ms": "30000",
+    "inter.broker.protocol.version": "3.7",
+}
+
+
+class ConfigError(ValueError):
+    """A config name or value Kafka would reject."""
+
+
+class KafkaConfig(Mapping[str, str]):
+    """Kafka broker configs: ``overrides`` on top of ``DEFAULTS``."""
+
+    def __init__(self, overrides: Mapping[str, object] | None = None):
+        values = dict(DEFAULTS)
+        for name, value in (overrides or {}).items():
+            if name not in DEFAULTS:
+                close = difflib.get_close_matches(name, DEFAULTS, n=1, cutoff=0.85)
+                if close:
+                    raise ConfigError(f"unknown config {name!r}; did you mean {close[0]!r}?")
+            values[name] = str(value).lower() if isinstance(value, bool) else str(value)
+        self._values = values
+
+    def __getitem__(self, name: str) -> str:
+        return self._values[name]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get_bool(self, name: str) -> bool:
+        value = self._values[name].strip().lower()
+        if value not in ("true", "false"):
+            raise ConfigError(f"{name} must be true or false, got {self._values[name]!r}")
+        return value == "true"
+
+    def get_int(self, name: str) -> int:
+        try:
+            return int(self._values[name])
+        except ValueError:
+            raise ConfigError(f"{name} must be an integer, got {self._values[name]!r}") from None
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> KafkaConfig:
+        return KafkaConfig({**self._values, **overrides})
+
+    @property
+    def leader_recovery_supported(self) -> bool:
+        """IBP >= 3.2-IV0: unclean leaders start RECOVERING (KIP-704)."""
+        major, minor = (int(x) for x in self._values["inter.broker.protocol.version"].split("-")[0].split(".")[:2])
+        return (major, minor) >= (3, 2)
+
+    @property
+    def alter_partition_supported(self) -> bool:
+        """IBP >= 2.7-IV2: leaders send AlterPartition instead of writing ISR change notifications."""
+        major, minor = (int(x) for x in self._values["inter.broker.protocol.version"].split("-")[0].split(".")[:2])
+        return (major, minor) >= (2, 7)

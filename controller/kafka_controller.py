@@ -1,0 +1,611 @@
+"""KafkaController: the ZooKeeper-era controller of one broker, event by event (Kafka 3.7).
+
+Every broker runs one. All of them race for ``/controller``; the winner increments
+``/controller_epoch`` and runs ``on_controller_failover``; the others watch ``/controller``.
+Store watches become events on the controller's FIFO event manager, and ``process`` handles
+them one at a time with the handlers below, each following KafkaController.scala step by
+step (section numbers refer to ../shared/kafka-notes/controller-reference.md). Every write the
+active controller makes is fenced by the ``/controller_epoch`` zkVersion, so a deposed
+controller's writes fail with ControllerMovedError, which makes it resign.
+
+The operator-driven flows (controlled shutdown, reassignment, topic deletion, preferred
+elections) build on the same handlers.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import structlog
+
+from controller.config import KafkaConfig
+from controller.context import ControllerContext
+from controller.controller_events import (
+    FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NOT_CONTROLLER,
+    STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived, AlterPartitionResponse, BrokerChange,
+    BrokerModifications, ControllerChange, Expire, IsrChangeNotification, PartitionModifications, Reelect,
+    RegisterBrokerAndReelect, Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+)
+from controller.event_manager import ControllerEventManager
+from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
+from events.records import (
+    RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControllerElected, ControllerResigned,
+    LeaderAndIsrUpdated, LiveBrokersChanged,
+)
+from statemachines.errors import ControllerMovedError
+from statemachines.leader_and_isr import TopicPartition
+from statemachines.partition_state_machine import OfflinePartitionLeaderElectionStrategy, PartitionStateMachine
+from statemachines.replica_state_machine import ReplicaStateMachine
+from statemachines.states import (
+    NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
+    REPLICA_DELETION_INELIGIBLE,
+)
+
+_log = structlog.get_logger("kcontroller.controller")
+
+BROKER_IDS_PATH = "/brokers/ids"
+TOPICS_PATH = "/brokers/topics"
+CONTROLLER_PATH = "/controller"
+ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
+
+
+def _ids(xs: Iterable[int]) -> str:
+    return ",".join(map(str, sorted(xs)))
+
+
+class _Handler:
+    """A store watch handler that turns notifications into controller events (Kafka's ZNode*Handler)."""
+
+    def __init__(self, path: str, put: Callable, *, on_create=None, on_delete=None, on_change=None,
+                 on_child_change=None):
+        self.path = path
+        self._put = put
+        self._on_create, self._on_delete, self._on_change = on_create, on_delete, on_change
+        self._on_child_change = on_child_change
+
+    def handle_creation(self) -> None:
+        if self._on_create is not None:
+            self._put(self._on_create())
+
+    def handle_deletion(self) -> None:
+        if self._on_delete is not None:
+            self._put(self._on_delete())
+
+    def handle_data_change(self) -> None:
+        if self._on_change is not None:
+            self._put(self._on_change())
+
+    def handle_child_change(self) -> None:
+        if self._on_child_change is not None:
+            self._put(self._on_child_change())
+
+
+class _StateChangeHandler:
+    """Session lifecycle hooks (Kafka's controller StateChangeHandler)."""
+
+    name = "controller-state-change-handler"
+
+    def __init__(self, controller: KafkaController):
+        self._controller = controller
+
+    def before_initializing_session(self) -> None:
+        self._controller._before_initializing_session()
+
+    def after_initializing_session(self) -> None:
+        self._controller.event_manager.put(RegisterBrokerAndReelect())
+
+
+class KafkaController:
+    """The controller candidate of broker ``broker_id``.
+
+    ``zk`` is a ``controller.kafka_zk_client.KafkaZkClient`` (it also serves as the partition
+    state store), ``journal`` the shared ``events.journal.Journal``, ``clock`` a function
+    returning milliseconds, and ``send`` where requests to brokers go. ``register_broker``
+    re-registers this broker after a new store session (RegisterBrokerAndReelect).
+    """
+
+    def __init__(self, broker_id: int, config: KafkaConfig, zk, journal, clock: Callable[[], float], *,
+                 send: Callable | None = None, register_broker: Callable[[], int] | None = None):
+        self.broker_id = broker_id
+        self.config = config
+        self.zk = zk
+        self.journal = journal
+        self.clock = clock
+        self._register_broker = register_broker
+        self.context = ControllerContext()
+        self.channel = ControllerChannel(send)
+        self.request_batch = ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel)
+        self.replica_state_machine = ReplicaStateMachine(
+            broker_id, self.context, zk, ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel),
+            journal)
+        self.partition_state_machine = PartitionStateMachine(
+            broker_id, self.context, zk, ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel),
+            journal, broker_config=config, topic_configs=self._topic_configs,
+            leader_recovery_supported=config.leader_recovery_supported)
+        self.event_manager = ControllerEventManager(broker_id, self, clock)
+        self.active_controller_id = -1
+        self._was_controller = False  # between onControllerFailover and onControllerResignation
+        self._log = _log.bind(controller_id=broker_id)
+        put = self.event_manager.put
+        self._controller_change_handler = _Handler(CONTROLLER_PATH, put, on_create=ControllerChange,
+                                                   on_delete=Reelect, on_change=ControllerChange)
+        self._broker_change_handler = _Handler(BROKER_IDS_PATH, put, on_child_change=BrokerChange)
+        self._topic_change_handler = _Handler(TOPICS_PATH, put, on_child_change=TopicChange)
+        self._isr_change_handler = _Handler(ISR_CHANGE_NOTIFICATION_PATH, put, on_child_change=IsrChangeNotification)
+        self._state_change_handler = _StateChangeHandler(self)
+        self._dispatch = {
+            Startup: self._process_startup,
+            ControllerChange: lambda e: self.maybe_resign(),
+            Reelect: lambda e: self._process_reelect(),
+            RegisterBrokerAndReelect: lambda e: self._process_register_broker_and_reelect(),
+            Expire: lambda e: self._process_expire(),
+            BrokerChange: lambda e: self._process_broker_change(),
+            BrokerModifications: lambda e: self._process_broker_modification(e.broker_id),
+            TopicChange: lambda e: self._process_topic_change(),
+            PartitionModifications: lambda e: self._process_partition_modifications(e.topic),
+            IsrChangeNotification: lambda e: self._process_isr_change_notification(),
+            AlterPartitionReceived: self._process_alter_partition,
+            UncleanLeaderElectionEnable: lambda e: self._process_unclean_leader_election_enable(),
+            TopicUncleanLeaderElectionEnable: lambda e: self._process_topic_unclean_leader_election_enable(e.topic),
+        }
+
+    # --- lifecycle ------------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self.active_controller_id == self.broker_id
+
+    @property
+    def epoch(self) -> int:
+        return self.context.epoch
+
+    def startup(self, *, threaded: bool = False) -> None:
+        """Kafka's KafkaController.startup(): session hooks, then Startup on the event queue."""
+        self.zk.register_state_change_handler(self._state_change_handler)
+        self.event_manager.put(Startup())
+        if threaded:
+            self.event_manager.start()
+
+    def shutdown(self) -> None:
+        """Stop the event manager and resign (a broker shutting down, or killed)."""
+        self.event_manager.close()
+        self._on_controller_resignation()
+
+    def _before_initializing_session(self) -> None:
+        queued = self.event_manager.clear_and_put(Expire())
+        # Kafka blocks the new session until Expire is being processed; stepped, we process it here.
+        if self.event_manager._thread_running:
+            queued.await_processing()
+        else:
+            while not queued.spent and self.event_manager.step():
+                pass
+
+    # --- EventProcessor -----------------------------------------------------------------------
+    def process(self, event) -> None:
+        self.journal.set_writer(self.broker_id, self.context.epoch)
+        try:
+            self._dispatch[type(event)](event)
+        except ControllerMovedError:
+            self._log.info(f"Controller moved to another broker when processing {event!r}.")
+            self.maybe_resign()
+        except Exception:
+            self._log.exception(f"Error processing event {event!r}")
+
+    def preempt(self, event) -> None:
+        event.preempt()
+
+    # --- election (§4.1) -------------------------------------------------------------------------
+    def _process_startup(self, event) -> None:
+        self.zk.register_znode_change_handler_and_check_existence(self._controller_change_handler)
+        self.elect()
+
+    def elect(self) -> None:
+        controller_id = self.zk.get_controller_id()
+        self.active_controller_id = -1 if controller_id is None else controller_id
+        if self.active_controller_id != -1:
+            self._log.debug(f"Broker {self.active_controller_id} has been elected as the controller, so stopping "
+                            f"the election process.")
+            return
+        try:
+            epoch, epoch_zk_version = self.zk.register_controller_and_increment_controller_epoch(self.broker_id)
+            self.context.epoch = epoch
+            self.context.epoch_zk_version = epoch_zk_version
+            self.active_controller_id = self.broker_id
+            self._log.info(f"{self.broker_id} successfully elected as the controller. Epoch incremented to {epoch} "
+                           f"and epoch zk version is now {epoch_zk_version}")
+            self.journal.set_writer(self.broker_id, epoch)
+            self.journal.emit(ControllerElected, epoch_zk_version)
+            self._on_controller_failover()
+        except ControllerMovedError:
+            self.maybe_resign()
+            if self.active_controller_id != -1:
+                self._log.debug(f"Broker {self.active_controller_id} was elected as controller instead of broker "
+                                f"{self.broker_id}")
+            else:
+                self._log.warning("A controller has been elected but just resigned, this will result in another "
+                                  "round of election")
+        except Exception:
+            self._log.exception(f"Error while electing or becoming controller on broker {self.broker_id}. "
+                                f"Trigger controller movement immediately")
+            self._trigger_controller_move()
+
+    def maybe_resign(self) -> None:
+        was_active = self.is_active
+        self.zk.register_znode_change_handler_and_check_existence(self._controller_change_handler)
+        controller_id = self.zk.get_controller_id()
+        self.active_controller_id = -1 if controller_id is None else controller_id
+        if was_active and not self.is_active:
+            self._on_controller_resignation()
+
+    def _process_reelect(self) -> None:
+        self.maybe_resign()
+        self.elect()
+
+    def _process_register_broker_and_reelect(self) -> None:
+        if self._register_broker is not None:
+            self._register_broker()
+        self._process_reelect()
+
+    def _process_expire(self) -> None:
+        self.active_controller_id = -1
+        self._on_controller_resignation()
+
+    def _trigger_controller_move(self) -> None:
+        self._on_controller_resignation()
+        self.active_controller_id = -1
+        self.zk.delete_controller(self.context.epoch_zk_version)
+
+    # --- failover and resignation (§4.2) -------------------------------------------------------------
+    def _on_controller_failover(self) -> None:
+        self._log.info("Registering handlers")
+        for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
+            self.zk.register_znode_child_change_handler(handler)
+        epoch_zk_version = self.context.epoch_zk_version
+        self._log.info("Deleting log dir event notifications")
+        self.zk.delete_log_dir_event_notifications(self.zk.get_all_log_dir_event_notifications(), epoch_zk_version)
+        self._log.info("Deleting isr change notifications")
+        self.zk.delete_isr_change_notifications(self.zk.get_all_isr_change_notifications(), epoch_zk_version)
+        self._log.info("Initializing controller context")
+        self._initialize_controller_context()
+        self._was_controller = True
+        self._log.info("Sending update metadata request")
+        self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, ())
+        self.replica_state_machine.startup()
+        self.partition_state_machine.startup()
+        self._log.info(f"Ready to serve as the new controller with epoch {self.context.epoch}")
+
+    def _initialize_controller_context(self) -> None:
+        ctx = self.context
+        brokers = self.zk.get_all_broker_and_epochs_in_cluster()
+        ctx.add_live_brokers({b: epoch for b, (_, epoch) in brokers.items()})
+        for b, (info, _) in brokers.items():
+            ctx.broker_info[b] = info
+        self._log.info(f"Initialized broker epochs cache: {dict(sorted(ctx.live_broker_epochs.items()))}")
+        topics = sorted(self.zk.get_all_topics_in_cluster(register_watch=True))
+        for topic in topics:
+            ctx.add_topic(topic)
+            self._register_partition_modifications_handler(topic)
+        assignments = self.zk.get_full_replica_assignment_for_topics(topics)
+        for tp in sorted(assignments):
+            assignment = assignments[tp]
+            ctx.update_partition_full_replica_assignment(tp, assignment)
+            if assignment.is_being_reassigned:
+                ctx.partitions_being_reassigned.add(tp)
+        ctx.clear_partition_leadership_info()
+        ctx.shutting_down_broker_ids.clear()
+        self._register_broker_modifications_handlers(sorted(ctx.live_broker_epochs))
+        self._update_leader_and_isr_cache()
+        self._log.info(f"Currently active brokers in the cluster: {_ids(ctx.live_broker_ids)}")
+        self._log.info(f"Current list of topics in the cluster: {','.join(topics)}")
+        self._emit_live_brokers()
+
+    def _on_controller_resignation(self) -> None:
+        ctx = self.context
+        for handler in (self._isr_change_handler, self._broker_change_handler, self._topic_change_handler):
+            self.zk.unregister_znode_child_change_handler(handler.path)
+        for topic in list(ctx.topics):
+            self.zk.unregister_znode_change_handler(f"{TOPICS_PATH}/{topic}")
+        for b in list(ctx.live_broker_epochs):
+            self.zk.unregister_znode_change_handler(f"{BROKER_IDS_PATH}/{b}")
+        self.partition_state_machine.shutdown()
+        self.replica_state_machine.shutdown()
+        if self._was_controller:
+            self._was_controller = False
+            self.journal.set_writer(self.broker_id, ctx.epoch)
+            self.journal.emit(ControllerResigned)
+        ctx.reset_context()
+        self._log.info("Resigned")
+
+    # --- broker changes (§4.3, §4.4) -----------------------------------------------------------------
+    def _process_broker_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        current = self.zk.get_all_broker_and_epochs_in_cluster()
+        current_ids = set(current)
+        known = ctx.live_or_shutting_down_broker_ids
+        new = sorted(current_ids - known)
+        dead = sorted(known - current_ids)
+        bounced = sorted(b for b in current_ids & known if current[b][1] > ctx.live_broker_epochs[b])
+        self._log.info(f"Newly added brokers: {_ids(new)}, deleted brokers: {_ids(dead)}, bounced brokers: "
+                       f"{_ids(bounced)}, all live brokers: {_ids(current_ids)}")
+        if new:
+            ctx.add_live_brokers({b: current[b][1] for b in new})
+            for b in new:
+                ctx.broker_info[b] = current[b][0]
+            self._on_broker_startup(new)
+        if bounced:
+            ctx.remove_live_brokers(bounced)
+            self._on_broker_failure(bounced)
+            ctx.add_live_brokers({b: current[b][1] for b in bounced})
+            for b in bounced:
+                ctx.broker_info[b] = current[b][0]
+            self._on_broker_startup(bounced)
+        if dead:
+            ctx.remove_live_brokers(dead)
+            for b in dead:
+                ctx.broker_info.pop(b, None)
+            self._on_broker_failure(dead)
+        if new or bounced or dead:
+            self._log.info(f"Updated broker epochs cache: {dict(sorted(ctx.live_broker_epochs.items()))}")
+            self._emit_live_brokers()
+
+    def _on_broker_startup(self, new_brokers: list[int]) -> None:
+        ctx = self.context
+        self._log.info(f"New broker startup callback for {_ids(new_brokers)}")
+        for b in new_brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
+        new_set = set(new_brokers)
+        existing = ctx.live_or_shutting_down_broker_ids - new_set
+        self._send_update_metadata_request(existing, ())
+        self._send_update_metadata_request(new_set, ctx.partitions_with_leaders())
+        replicas = ctx.replicas_on_brokers(new_set)
+        self.replica_state_machine.handle_state_changes(replicas, ONLINE_REPLICA)
+        self.partition_state_machine.trigger_online_partition_state_change()
+        self._register_broker_modifications_handlers(new_brokers)
+
+    def _on_broker_failure(self, dead_brokers: list[int]) -> None:
+        ctx = self.context
+        self._log.info(f"Broker failure callback for {_ids(dead_brokers)}")
+        for b in dead_brokers:
+            ctx.replicas_on_offline_dirs.pop(b, None)
+        stopped = [b for b in dead_brokers if b in ctx.shutting_down_broker_ids]
+        ctx.shutting_down_broker_ids.difference_update(dead_brokers)
+        if stopped:
+            self._log.info(f"Removed {_ids(stopped)} from list of shutting down brokers.")
+        self.on_replicas_become_offline(ctx.replicas_on_brokers(dead_brokers))
+        for b in dead_brokers:
+            self.zk.unregister_znode_change_handler(f"{BROKER_IDS_PATH}/{b}")
+
+    def on_replicas_become_offline(self, new_offline_replicas: list[tuple]) -> None:
+        """Kafka's onReplicasBecomeOffline (§4.4): elections first, then the replicas go offline."""
+        ctx = self.context
+        for_deletion = [r for r in new_offline_replicas if ctx.is_topic_queued_up_for_deletion(r[0])]
+        not_for_deletion = [r for r in new_offline_replicas if not ctx.is_topic_queued_up_for_deletion(r[0])]
+        self.partition_state_machine.handle_state_changes(ctx.partitions_with_offline_leader(), OFFLINE_PARTITION)
+        results = self.partition_state_machine.trigger_online_partition_state_change()
+        self.replica_state_machine.handle_state_changes(not_for_deletion, OFFLINE_REPLICA)
+        if for_deletion:
+            self._fail_replica_deletion(for_deletion)
+        if not not_for_deletion and all(isinstance(r, Exception) for r in results.values()):
+            self._send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, ())
+
+    def _fail_replica_deletion(self, replicas: list[tuple]) -> None:
+        """TopicDeletionManager.failReplicaDeletion: replicas of topics queued for deletion become ineligible."""
+        self.replica_state_machine.handle_state_changes(replicas, REPLICA_DELETION_INELIGIBLE)
+        self.context.topics_ineligible_for_deletion.update(r[0] for r in replicas)
+
+    def _process_broker_modification(self, broker_id: int) -> None:
+        if not self.is_active:
+            return
+        new = self.zk.get_broker(broker_id)
+        old = self.context.broker_info.get(broker_id)
+        if new is not None and old is not None and _endpoints(new) != _endpoints(old):
+            self._log.info(f"Updated broker metadata: {old} -> {new}")
+            self.context.broker_info[broker_id] = new
+            self._log.info(f"Broker info update callback for {broker_id}")
+            self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, ())
+
+    def _emit_live_brokers(self) -> None:
+        ctx = self.context
+        self.journal.emit(LiveBrokersChanged, tuple(sorted(ctx.live_broker_epochs.items())),
+                          tuple(sorted(ctx.shutting_down_broker_ids)))
+
+    # --- topics (§4.5) --------------------------------------------------------------------------------
+    def _process_topic_change(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = self.zk.get_all_topics_in_cluster(register_watch=True)
+        new_topics = sorted(set(topics) - ctx.all_topics)
+        deleted_topics = sorted(ctx.all_topics - set(topics))
+        for topic in new_topics:
+            self._register_partition_modifications_handler(topic)
+        added = self.zk.get_full_replica_assignment_for_topics(new_topics)
+        for topic in deleted_topics:
+            ctx.remove_topic(topic)
+        for topic in new_topics:
+            ctx.add_topic(topic)
+        for tp in sorted(added):
+            ctx.update_partition_full_replica_assignment(tp, added[tp])
+        self._log.info(f"New topics: [{set(new_topics)}], deleted topics: [{set(deleted_topics)}], new partition "
+                       f"replica assignment [{len(added)} partitions]")
+        if added:
+            self.on_new_partition_creation(sorted(added))
+
+    def _process_partition_modifications(self, topic: str) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        assignment = self.zk.get_full_replica_assignment_for_topics([topic])
+        to_add = {tp: a for tp, a in sorted(assignment.items()) if not ctx.partition_replica_assignment(tp)}
+        if ctx.is_topic_queued_up_for_deletion(topic):
+            if to_add:
+                self._log.warning(f"Skipping adding partitions {_tps(to_add)} for topic {topic} since it is "
+                                  f"currently being deleted")
+                existing = {tp: ctx.partition_full_replica_assignment(tp) for tp in assignment if tp not in to_add}
+                self.zk.set_topic_assignment(topic, self.zk.get_topic_ids([topic]).get(topic), existing,
+                                             ctx.epoch_zk_version)
+            return
+        if to_add:
+            self._log.info(f"New partitions to be added {_tps(to_add)}")
+            for tp, a in to_add.items():
+                ctx.update_partition_full_replica_assignment(tp, a)
+            self.on_new_partition_creation(list(to_add))
+
+    def on_new_partition_creation(self, partitions: list[tuple]) -> None:
+        """NewPartition, NewReplica, then OnlinePartition (leader init) and OnlineReplica (§4.5)."""
+        ctx = self.context
+        self._log.info(f"New partition creation callback for {_tps(partitions)}")
+        psm, rsm = self.partition_state_machine, self.replica_state_machine
+        psm.handle_state_changes(partitions, NEW_PARTITION)
+        rsm.handle_state_changes(ctx.replicas_for_partition(partitions), NEW_REPLICA)
+        psm.handle_state_changes(partitions, ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy(False))
+        rsm.handle_state_changes(ctx.replicas_for_partition(partitions), ONLINE_REPLICA)
+
+    def _register_partition_modifications_handler(self, topic: str) -> None:
+        self.zk.register_znode_change_handler(_Handler(f"{TOPICS_PATH}/{topic}", self.event_manager.put,
+                                                       on_change=lambda: PartitionModifications(topic)))
+
+    def _register_broker_modifications_handlers(self, brokers: Iterable[int]) -> None:
+        for b in brokers:
+            handler = _Handler(f"{BROKER_IDS_PATH}/{b}", self.event_manager.put,
+                               on_change=lambda b=b: BrokerModifications(b))
+            self.zk.register_znode_change_handler_and_check_existence(handler)
+
+    # --- ISR changes (§4.9) -----------------------------------------------------------------------------
+    def _process_isr_change_notification(self) -> None:
+        if not self.is_active:
+            return
+        names = self.zk.get_all_isr_change_notifications()
+        try:
+            partitions = self.zk.get_partitions_from_isr_change_notifications(names)
+            if partitions:
+                self._update_leader_and_isr_cache(partitions, reason=UPDATE_ISR_NOTIFICATION)
+                self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, partitions)
+        finally:
+            self.zk.delete_isr_change_notifications(names, self.context.epoch_zk_version)
+
+    def _process_alter_partition(self, event: AlterPartitionReceived) -> None:
+        """Kafka's tryProcessAlterPartition: accept or refuse each proposed ISR, write, respond."""
+        if not self.is_active:
+            event.callback(AlterPartitionResponse(NOT_CONTROLLER, {}))
+            return
+        ctx = self.context
+        cached_epoch = ctx.live_broker_epochs.get(event.broker_id)
+        if cached_epoch is None or cached_epoch != event.broker_epoch:
+            self._log.info(f"Ignoring AlterPartition due to {'unknown broker' if cached_epoch is None else 'stale broker epoch'} "
+                           f"{event.broker_id}")
+            event.callback(AlterPartitionResponse(STALE_BROKER_EPOCH, {}))
+            return
+        responses: dict = {}
+        adjusted: dict = {}
+        live = ctx.live_broker_ids
+        for tp, proposed in sorted(event.partitions.items()):
+            info = ctx.partition_leadership_info(tp)
+            if info is None:
+                responses[tp] = UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            cur = info.leader_and_isr
+            if proposed.partition_epoch > cur.partition_epoch or proposed.leader_epoch > cur.leader_epoch:
+                responses[tp] = NOT_CONTROLLER
+            elif proposed.leader_epoch < cur.leader_epoch:
+                responses[tp] = FENCED_LEADER_EPOCH
+            elif (proposed.leader, proposed.leader_epoch, tuple(proposed.isr), proposed.recovery_state) == (
+                    cur.leader, cur.leader_epoch, tuple(cur.isr), cur.recovery_state):
+                responses[tp] = cur
+            elif proposed.partition_epoch < cur.partition_epoch:
+                responses[tp] = INVALID_UPDATE_VERSION
+            elif proposed.recovery_state == RECOVERING and len(proposed.isr) > 1:
+                responses[tp] = INVALID_REQUEST
+            elif cur.recovery_state == RECOVERED and proposed.recovery_state == RECOVERING:
+                responses[tp] = INVALID_REQUEST
+            elif set(proposed.isr) - live:
+                responses[tp] = INELIGIBLE_REPLICA
+            else:
+                adjusted[tp] = proposed
+        successful = []
+        if adjusted:
+            result = self.zk.update_leader_and_isr(adjusted, ctx.epoch, ctx.epoch_zk_version)
+            for tp, res in result.finished.items():
+                if isinstance(res, Exception):
+                    responses[tp] = getattr(res, "code", type(res).__name__)
+                else:
+                    responses[tp] = res
+                    successful.append(tp)
+            for tp in result.to_retry:
+                self._log.info(f"Failed to update ISR to {adjusted[tp]} for partition {TopicPartition(*tp)}, "
+                               f"bad ZK version.")
+                responses[tp] = INVALID_UPDATE_VERSION
+        self._update_leader_and_isr_cache(sorted(successful), reason=UPDATE_ALTER_PARTITION)
+        self._send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, sorted(event.partitions))
+        event.callback(AlterPartitionResponse("NONE", dict(sorted(responses.items()))))
+
+    def _update_leader_and_isr_cache(self, partitions: list[tuple] | None = None, reason: int | None = None) -> None:
+        """Read ``/state`` of the partitions (all if None) into the context. With ``reason``, record each
+        partition whose leader/ISR changed as a LeaderAndIsrUpdated."""
+        ctx = self.context
+        if partitions is None:
+            partitions = list(ctx.all_partitions())
+        if not partitions:
+            return
+        states = self.zk.get_topic_partition_states(partitions)
+        for tp in partitions:
+            info = states.get(tp)
+            if info is None:
+                continue
+            if reason is not None and ctx.partition_leadership_info(tp) != info:
+                lai = info.leader_and_isr
+                self.journal.emit(LeaderAndIsrUpdated, tp[0], tp[1], lai.leader, lai.leader_epoch, tuple(lai.isr),
+                                  lai.partition_epoch, lai.recovery_state, reason, -1)
+            ctx.put_partition_leadership_info(tp, info)
+
+    # --- unclean leader election configs (§4.10) --------------------------------------------------------
+    def _process_unclean_leader_election_enable(self) -> None:
+        if not self.is_active:
+            return
+        self._log.info("Unclean leader election has been enabled by default")
+        self.partition_state_machine.trigger_online_partition_state_change()
+
+    def _process_topic_unclean_leader_election_enable(self, topic: str) -> None:
+        if not self.is_active:
+            return
+        self._log.info(f"Unclean leader election has been enabled for topic {topic}")
+        self.partition_state_machine.trigger_online_partition_state_change(topic)
+
+    def _topic_configs(self, topic: str) -> dict:
+        return self.zk.get_entity_configs("topics", topic)
+
+    # --- requests ---------------------------------------------------------------------------------------
+    def _send_update_metadata_request(self, brokers: Iterable[int], partitions: Iterable[tuple]) -> None:
+        batch = self.request_batch
+        batch.new_batch()
+        batch.add_update_metadata_request_for_brokers(sorted(brokers), partitions)
+        batch.send_requests_to_brokers(self.context.epoch)
+
+    # --- metrics ------------------------------------------------------------------------------------------
+    def metrics(self) -> dict[str, int]:
+        """Kafka's KafkaController gauges (computed on demand), by MBean name."""
+        ctx = self.context
+        active = self.is_active
+        prefix = "kafka.controller:type=KafkaController,name="
+        return {
+            prefix + "ActiveControllerCount": int(active),
+            prefix + "OfflinePartitionsCount": ctx.offline_partition_count if active else 0,
+            prefix + "PreferredReplicaImbalanceCount": ctx.preferred_replica_imbalance_count if active else 0,
+            prefix + "ControllerState": int(self.event_manager.state),
+            prefix + "GlobalTopicCount": len(ctx.topics) if active else 0,
+            prefix + "GlobalPartitionCount": ctx.partition_with_leaders_count() if active else 0,
+            prefix + "TopicsToDeleteCount": len(ctx.topics_to_be_deleted) if active else 0,
+            prefix + "ActiveBrokerCount": len(ctx.live_broker_ids) if active else 0,
+            prefix + "FencedBrokerCount": 0,
+            "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec": ctx.unclean_leader_elections,
+        }
+
+
+def _endpoints(info) -> tuple:
+    return tuple(getattr(info, "endpoints", ())) or (getattr(info, "host", None), getattr(info, "port", None),
+                                                      getattr(info, "rack", None))
+
+
+def _tps(partitions: Iterable[tuple]) -> str:
+    return ",".join(str(TopicPartition(*tp)) for tp in partitions)
+
