@@ -1,0 +1,280 @@
+"""The cluster state as an event log's records say it was at an offset or a time, folded from the records alone.
+
+:class:`ClusterView` folds records one by one (no engine, no controller context): the active
+controller, the brokers the controller sees as live, and per partition its state, replicas,
+leader/ISR and the states of its replicas. :func:`fold` folds a sequence of records up to an
+offset and/or time; :func:`fold_log` does the same from a log directory, streaming it one batch
+at a time and using the batch headers to stop without decoding anything past the bound. The
+audit and ``kcontroller describe`` print a view with :meth:`ClusterView.to_json_dict` or
+:meth:`ClusterView.describe_lines`, and compare replays with :meth:`ClusterView.digest`.
+
+What each record kind means here:
+
+- ``ControllerElected``: the header's controller and epoch become the active controller.
+  ``ControllerResigned`` clears it, unless the resignation is of an older epoch than the
+  active controller's.
+- ``LiveBrokersChanged``: the registered brokers as the controller sees them. A broker is
+  *live* when it is registered and not in controlled shutdown (Kafka's
+  ``ControllerContext.liveBrokerIds``). Brokers seen only in ``BrokerStarted`` (or in an
+  earlier live set) are listed as not live; ``BrokerKilled``/``BrokerSessionExpired`` change
+  nothing until the controller says so.
+- ``PartitionTransition`` sets a partition's state, replicas and leader/ISR (the values after
+  the transition); ``NonExistentPartition`` removes the partition, and a topic without
+  partitions is gone. ``LeaderAndIsrUpdated`` changes leader/ISR only.
+- ``ReplicaTransition`` sets a replica's state; ``NonExistentReplica`` removes it. Replica
+  states are kept apart from partitions because topic deletion moves partitions to
+  NonExistentPartition *before* their replicas go through deletion; they show only under a
+  partition that exists.
+- ``TopicCreated`` and topic ``ConfigChanged`` inputs give the topic config overrides printed
+  as ``Configs:``. Partitions appear only when the controller transitions them.
+- Everything else (requests, failures, other inputs) is ignored.
+
+:meth:`ClusterView.describe_lines` prints the layout of Kafka 3.7's ``kafka-topics.sh
+--describe`` (``TopicDescription``/``PartitionDescription.printDescription`` in
+tools/src/main/java/org/apache/kafka/tools/TopicCommand.java), with these differences:
+
+- ``TopicId`` is left out: the records carry no topic id, and TopicCommand leaves the field
+  out for the unknown id ``Uuid.ZERO_UUID``. (Kafka 3.7.x compares that id by reference and so
+  prints ``TopicId: AAAAAAAAAAAAAAAAAAAAAA`` for a zero id from the wire; fixed in 3.8.0.)
+- ``Configs:`` lists the topic's overrides only, sorted by name; Kafka also lists broker-level
+  values that are not defaults (static or dynamic broker configs), which the records do not
+  give per topic.
+- ``Leader: none`` when the stored leader is -1 (NoLeader). Kafka's brokers also answer
+  "none" for a stored leader whose broker they do not see alive; here such a leader is printed
+  and shows in ``Offline:``.
+- ``Offline:`` is not a TopicCommand column (no Kafka version prints one): it is kcontroller's
+  addition, as in ``controller.describe``, printed after ``Isr:`` when some replicas' brokers
+  are not live in the view.
+- ``Adding Replicas``/``Removing Replicas`` (reassignments) and ``MarkedForDeletion`` are never
+  printed: no state record carries a reassignment, and 3.7's describe never sets the flag.
+- A first line ``# controller C epoch E, live brokers ...`` (a comment; kafka-topics has none).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass
+
+from events.log import LogReader
+from events.records import (
+    NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
+    LiveBrokersChanged, PartitionTransition, ReplicaTransition, TopicCreated,
+)
+from statemachines.states import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, PARTITION_BY_BYTE, REPLICA_BY_BYTE
+
+__all__ = ["ClusterView", "PartitionView", "fold", "fold_log"]
+
+
+@dataclass(slots=True)
+class PartitionView:
+    """One partition as the last state records left it; ``state`` is a PartitionState byte."""
+    state: int
+    replicas: tuple
+    leader: int
+    leader_epoch: int
+    isr: tuple
+    partition_epoch: int
+    recovery_state: int
+
+
+def _ints(xs: Iterable[int]) -> str:
+    return ",".join(map(str, xs))
+
+
+class ClusterView:
+    """The cluster state folded from records; feed records in offset order to :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.controller: tuple[int, int] | None = None   # (id, epoch) of the active controller
+        self.latest_epoch = 0                             # highest controller epoch seen
+        self.known_brokers: set[int] = set()
+        self.registered_brokers: dict[int, int] = {}      # id -> broker epoch, shutting-down ones included
+        self.shutting_down: frozenset[int] = frozenset()
+        self.topics: dict[str, dict[int, PartitionView]] = {}
+        self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.offset = -1                                  # offset of the last record applied
+        self.timestamp_ms: int | None = None              # its timestamp
+
+    # --- folding -----------------------------------------------------------------------------
+    def apply(self, record: tuple) -> None:
+        """Fold one record (an ``events.records`` object) into the view."""
+        handler = _HANDLERS.get(record[0])
+        if handler is not None:
+            handler(self, record)
+        self.offset = record.offset
+        self.timestamp_ms = record.timestamp_ms
+
+    def apply_until(self, records: Iterable[tuple], at_offset: int | None = None,
+                    at_time: int | None = None) -> bool:
+        """Apply records in order until one lies past the bound; return False if one did."""
+        for record in records:
+            if (at_offset is not None and record.offset > at_offset) or \
+                    (at_time is not None and record.timestamp_ms > at_time):
+                return False
+            self.apply(record)
+        return True
+
+    def _controller_elected(self, rec: ControllerElected) -> None:
+        self.controller = (rec.controller_id, rec.controller_epoch)
+        self.latest_epoch = max(self.latest_epoch, rec.controller_epoch)
+
+    def _controller_resigned(self, rec: ControllerResigned) -> None:
+        if self.controller is not None and rec.controller_epoch >= self.controller[1]:
+            self.controller = None
+        self.latest_epoch = max(self.latest_epoch, rec.controller_epoch)
+
+    def _broker_started(self, rec: BrokerStarted) -> None:
+        self.known_brokers.add(rec.broker_id)
+
+    def _live_brokers_changed(self, rec: LiveBrokersChanged) -> None:
+        self.registered_brokers = dict(rec.live_brokers)
+        self.shutting_down = frozenset(rec.shutting_down)
+        self.known_brokers.update(self.registered_brokers)
+
+    def _topic_created(self, rec: TopicCreated) -> None:
+        self.topic_configs[rec.topic] = dict(rec.configs)
+
+    def _config_changed(self, rec: ConfigChanged) -> None:
+        if rec.entity_type != "topic":
+            return
+        configs = self.topic_configs.setdefault(rec.entity_name, {})
+        if rec.value is None:
+            configs.pop(rec.name, None)
+        else:
+            configs[rec.name] = rec.value
+
+    def _partition_transition(self, rec: PartitionTransition) -> None:
+        if rec.to_state == NON_EXISTENT_PARTITION:
+            partitions = self.topics.get(rec.topic)
+            if partitions is not None:
+                partitions.pop(rec.partition, None)
+                if not partitions:
+                    del self.topics[rec.topic]
+                    self.topic_configs.pop(rec.topic, None)
+            return
+        self.topics.setdefault(rec.topic, {})[rec.partition] = PartitionView(
+            rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
+            rec.partition_epoch, rec.recovery_state)
+
+    def _leader_and_isr_updated(self, rec: LeaderAndIsrUpdated) -> None:
+        pv = self.topics.get(rec.topic, {}).get(rec.partition)
+        if pv is None:  # no state, replicas or partition to attach it to: nothing to invent
+            return
+        pv.leader, pv.leader_epoch, pv.isr = rec.leader, rec.leader_epoch, tuple(rec.isr)
+        pv.partition_epoch, pv.recovery_state = rec.partition_epoch, rec.recovery_state
+
+    def _replica_transition(self, rec: ReplicaTransition) -> None:
+        if rec.to_state != NON_EXISTENT_REPLICA:
+            self.replica_states.setdefault(rec.topic, {}).setdefault(rec.partition, {})[rec.replica] = rec.to_state
+            return
+        partitions = self.replica_states.get(rec.topic)
+        replicas = partitions.get(rec.partition) if partitions else None
+        if replicas is not None:
+            replicas.pop(rec.replica, None)
+            if not replicas:
+                del partitions[rec.partition]
+                if not partitions:
+                    del self.replica_states[rec.topic]
+
+    # --- reading -----------------------------------------------------------------------------
+    def is_live(self, broker_id: int) -> bool:
+        return broker_id in self.registered_brokers and broker_id not in self.shutting_down
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(b for b in self.registered_brokers if b not in self.shutting_down)
+
+    def partition_replica_states(self, topic: str, partition: int) -> dict[int, int]:
+        """Replica id -> ReplicaState byte for the partition's replicas that have a state."""
+        return self.replica_states.get(topic, {}).get(partition, {})
+
+    def to_json_dict(self) -> dict:
+        """The view as JSON data: controller, brokers by id, topics by name, partitions by number."""
+        if self.controller is None:
+            controller = {"id": -1, "epoch": self.latest_epoch}
+        else:
+            controller = {"id": self.controller[0], "epoch": self.controller[1]}
+        brokers = [{"id": b, "live": self.is_live(b)} for b in sorted(self.known_brokers)]
+        topics = [{"name": topic, "partitions": [self._partition_json(topic, p, pv) for p, pv in sorted(parts.items())]}
+                  for topic, parts in sorted(self.topics.items())]
+        return {"controller": controller, "brokers": brokers, "topics": topics}
+
+    def _partition_json(self, topic: str, p: int, pv: PartitionView) -> dict:
+        states = self.partition_replica_states(topic, p)
+        return {
+            "partition": p,
+            "leader": pv.leader if pv.leader >= 0 else NO_LEADER,
+            "leader_epoch": pv.leader_epoch,
+            "isr": list(pv.isr),
+            "replicas": list(pv.replicas),
+            "state": PARTITION_BY_BYTE[pv.state].value,
+            "replica_states": {str(r): REPLICA_BY_BYTE[states[r]].value for r in sorted(states)},
+        }
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of :meth:`to_json_dict`: equal views, equal digests."""
+        canonical = json.dumps(self.to_json_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def describe_lines(self) -> Iterator[str]:
+        """A comment line naming the controller, then ``kafka-topics.sh --describe`` lines (module docstring)."""
+        who = "none" if self.controller is None else self.controller[0]
+        epoch = self.latest_epoch if self.controller is None else self.controller[1]
+        header = f"# controller {who} epoch {epoch}, live brokers {_ints(self.live_broker_ids()) or 'none'}"
+        if self.shutting_down:
+            header += f", shutting down {_ints(sorted(self.shutting_down))}"
+        yield header
+        for topic, parts in sorted(self.topics.items()):
+            first = parts[min(parts)]
+            configs = ",".join(f"{k}={v}" for k, v in sorted(self.topic_configs.get(topic, {}).items()))
+            yield (f"Topic: {topic}\tPartitionCount: {len(parts)}\tReplicationFactor: {len(first.replicas)}"
+                   f"\tConfigs: {configs}")
+            for p, pv in sorted(parts.items()):
+                leader = pv.leader if pv.leader >= 0 else "none"
+                line = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {leader}\tReplicas: {_ints(pv.replicas)}"
+                        f"\tIsr: {_ints(pv.isr)}")
+                offline = [r for r in pv.replicas if not self.is_live(r)]
+                if offline:
+                    line += f"\tOffline: {_ints(offline)}"
+                yield line
+
+
+_HANDLERS = {
+    ControllerElected.KIND: ClusterView._controller_elected,
+    ControllerResigned.KIND: ClusterView._controller_resigned,
+    BrokerStarted.KIND: ClusterView._broker_started,
+    LiveBrokersChanged.KIND: ClusterView._live_brokers_changed,
+    TopicCreated.KIND: ClusterView._topic_created,
+    ConfigChanged.KIND: ClusterView._config_changed,
+    PartitionTransition.KIND: ClusterView._partition_transition,
+    LeaderAndIsrUpdated.KIND: ClusterView._leader_and_isr_updated,
+    ReplicaTransition.KIND: ClusterView._replica_transition,
+}
+
+
+def fold(records: Iterable[tuple], *, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:
+    """The view after the records with offset <= ``at_offset`` and timestamp_ms <= ``at_time``
+    (either bound may be None); stops at the first record past a bound."""
+    view = ClusterView()
+    view.apply_until(records, at_offset, at_time)
+    return view
+
+
+def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:
+    """:func:`fold` over a log directory, one batch in memory at a time.
+
+    A batch whose header puts its first record past a bound (base offset, first timestamp)
+    ends the fold without being decoded; nothing after it is read.
+    """
+    view = ClusterView()
+    with closing(LogReader(log_dir).iter_batches()) as batches:
+        for batch in batches:
+            if (at_offset is not None and batch.base_offset > at_offset) or \
+                    (at_time is not None and batch.first_timestamp_ms > at_time):
+                break
+            if not view.apply_until(batch.records(), at_offset, at_time):
+                break
+    return view
