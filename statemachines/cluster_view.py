@@ -13,7 +13,11 @@ What each record kind means here:
 - ``ControllerElected``: the header's controller and epoch become the active controller.
   ``ControllerResigned`` clears it, unless the resignation is of an older epoch than the
   active controller's.
-- ``LiveBrokersChanged``: the registered brokers as the controller sees them. A broker is
+- ``LiveBrokersChanged``: the registered brokers as the controller sees them. The first one
+  after a ``ControllerElected`` marks the new controller's context as built: Kafka then sets
+  every partition and replica state directly (no record), and the view does the same —
+  partitions Online if their leader is live, Offline if not, New without a leader; replicas
+  Online on live brokers, ReplicaDeletionIneligible elsewhere. A broker is
   *live* when it is registered and not in controlled shutdown (Kafka's
   ``ControllerContext.liveBrokerIds``). Brokers seen only in ``BrokerStarted`` (or in an
   earlier live set) are listed as not live; ``BrokerKilled``/``BrokerSessionExpired`` change
@@ -63,7 +67,10 @@ from events.records import (
     NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
     LiveBrokersChanged, PartitionTransition, ReplicaTransition, TopicCreated,
 )
-from statemachines.states import NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, PARTITION_BY_BYTE, REPLICA_BY_BYTE
+from statemachines.states import (
+    NEW_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION, ONLINE_PARTITION, ONLINE_REPLICA,
+    PARTITION_BY_BYTE, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
+)
 
 __all__ = ["ClusterView", "PartitionView", "fold", "fold_log"]
 
@@ -96,6 +103,7 @@ class ClusterView:
         self.topics: dict[str, dict[int, PartitionView]] = {}
         self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
         self.offset = -1                                  # offset of the last record applied
         self.timestamp_ms: int | None = None              # its timestamp
 
@@ -121,6 +129,7 @@ class ClusterView:
     def _controller_elected(self, rec: ControllerElected) -> None:
         self.controller = (rec.controller_id, rec.controller_epoch)
         self.latest_epoch = max(self.latest_epoch, rec.controller_epoch)
+        self._failover_pending = self.controller
 
     def _controller_resigned(self, rec: ControllerResigned) -> None:
         if self.controller is not None and rec.controller_epoch >= self.controller[1]:
@@ -134,6 +143,23 @@ class ClusterView:
         self.registered_brokers = dict(rec.live_brokers)
         self.shutting_down = frozenset(rec.shutting_down)
         self.known_brokers.update(self.registered_brokers)
+        if self._failover_pending == (rec.controller_id, rec.controller_epoch):
+            self._failover_pending = None
+            self._initialize_states()
+
+    def _initialize_states(self) -> None:
+        """A new controller's context was just built (its first LiveBrokersChanged): Kafka then sets
+        every state directly, without a log line or record (initializeReplicaState and
+        initializePartitionState), from the live brokers and the stored leaders. Do the same."""
+        live = set(self.live_broker_ids())
+        for topic, partitions in self.topics.items():
+            states = self.replica_states.setdefault(topic, {})
+            for p, pv in partitions.items():
+                if pv.leader_epoch < 0:
+                    pv.state = NEW_PARTITION
+                else:
+                    pv.state = ONLINE_PARTITION if pv.leader in live else OFFLINE_PARTITION
+                states[p] = {r: (ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE) for r in pv.replicas}
 
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
