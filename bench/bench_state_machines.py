@@ -25,7 +25,7 @@ import structlog  # noqa: E402
 
 from controller.assignment import assign_replicas_to_brokers  # noqa: E402
 from controller.context import ControllerContext  # noqa: E402
-from controller.demo import DemoEngine  # noqa: E402
+from controller.state_machine_harness import StateMachineHarness  # noqa: E402
 from events.records import PartitionTransition, ReplicaTransition  # noqa: E402
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch  # noqa: E402
 from statemachines.partition_state_machine import OfflinePartitionLeaderElectionStrategy  # noqa: E402
@@ -59,7 +59,7 @@ def bench_transitions(partitions: int, brokers: int, repeat: int) -> None:
     best: dict[str, tuple[float, int, int]] = {}
     for _ in range(repeat):
         sink = CountingSink()
-        engine = DemoEngine(0, sink, send=lambda request: None)  # requests leave the controller
+        engine = StateMachineHarness(0, sink, send=lambda request: None)  # requests leave the controller
         ctx = engine.context
         ctx.epoch = engine.store.controller_epoch_zk_version = ctx.epoch_zk_version = 1
         engine.journal.set_writer(0, 1)

@@ -1,132 +1,64 @@
-"""A scripted run of the real engine: brokers register, a topic is created, a broker dies.
+"""The main job: what happens to RF=1 and RF=3 partitions when a broker dies and comes back.
 
-It drives the state machines through Kafka's own sequences — onNewPartitionCreation
-(NewPartition, NewReplica, OnlinePartition, OnlineReplica) and onBrokerFailure →
-onReplicasBecomeOffline (OfflinePartition, offline election, OfflineReplica with ISR shrink) —
-and journals every input and every resulting record. The full event-driven controller builds
-these same sequences into its event handlers.
+A cluster of three brokers has a topic with replication factor 1 and one with 3. Broker 1 is
+killed; nothing happens until its ZooKeeper session times out; then the controller moves the
+RF=3 leaders away at once, while the RF=1 partitions on broker 1 end with leader -1 and ISR
+[1] (Kafka never shrinks an ISR of one) and stay offline until broker 1 returns — the story of
+../shared/seeds/004_34d7787fd39b218f.txt. Each phase ends at a known log offset, so the
+cluster can be described as it was at the end of each.
 """
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller.assignment import assign_replicas_to_brokers
-from controller.context import ControllerContext
-from controller.partition_state_store import InMemoryPartitionStateStore
-from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
-from events.journal import Journal
-from events.records import (
-    BrokerSessionExpired, BrokerStarted, ConfigChanged, ControllerElected, TopicCreated,
-)
-from statemachines.partition_state_machine import OfflinePartitionLeaderElectionStrategy, PartitionStateMachine
-from statemachines.replica_state_machine import ReplicaStateMachine
-from statemachines.states import (
-    NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
-)
+from controller.cluster import Cluster
 
 
 @dataclass
 class DemoSpec:
     brokers: int = 3
-    topic: str = "orders"
-    partitions: int = 6
-    replication_factor: int = 3
-    kill: tuple[int, ...] = (1,)
-    unclean_leader_election_enable: bool = False
+    rf1_topic: str = "events"
+    rf1_partitions: int = 3
+    rf3_topic: str = "orders"
+    rf3_partitions: int = 3
+    victim: int = 1
+    kill_at_ms: int = 10_000
+    restart_at_ms: int = 60_000
     seed: int = 42
-    controller_id: int = 0
-    extra_topics: dict[str, tuple[int, int]] = field(default_factory=dict)
+    configs: Mapping[str, object] = field(default_factory=dict)
 
 
-class DemoEngine:
-    """The pieces of one controller wired together, with Kafka's flows as methods."""
-
-    def __init__(self, controller_id: int, sink: Callable[[tuple], object] | None = None,
-                 broker_config: dict | None = None, send: Callable[[object], object] | None = None):
-        self.controller_id = controller_id
-        self.context = ControllerContext()
-        self.journal = Journal(sink)
-        self.channel = ControllerChannel(send)  # no ``send``: requests are kept in channel.sent
-        self.store = InMemoryPartitionStateStore()
-        self.batch = ControllerBrokerRequestBatch(controller_id, self.context, self.journal, self.channel)
-        self.replica_state_machine = ReplicaStateMachine(controller_id, self.context, self.store, self.batch,
-                                                         self.journal)
-        self.partition_state_machine = PartitionStateMachine(controller_id, self.context, self.store, self.batch,
-                                                             self.journal, broker_config=broker_config)
-
-    def elect(self, epoch: int) -> None:
-        ctx = self.context
-        ctx.epoch = epoch
-        ctx.epoch_zk_version = self.store.controller_epoch_zk_version = epoch
-        self.journal.set_writer(self.controller_id, epoch)
-        self.journal.emit(ControllerElected, ctx.epoch_zk_version)
-        self.batch.new_batch()
-        self.batch.add_update_metadata_request_for_brokers(ctx.live_broker_epochs)
-        self.batch.send_requests_to_brokers(epoch)
-
-    def on_new_partition_creation(self, partitions: list[tuple]) -> None:
-        ctx = self.context
-        psm, rsm = self.partition_state_machine, self.replica_state_machine
-        psm.handle_state_changes(partitions, NEW_PARTITION)
-        rsm.handle_state_changes(ctx.replicas_for_partition(partitions), NEW_REPLICA)
-        psm.handle_state_changes(partitions, ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy(False))
-        rsm.handle_state_changes(ctx.replicas_for_partition(partitions), ONLINE_REPLICA)
-
-    def on_broker_failure(self, dead: list[int]) -> None:
-        ctx = self.context
-        for b in dead:
-            ctx.replicas_on_offline_dirs.pop(b, None)
-            ctx.shutting_down_broker_ids.discard(b)
-        self.on_replicas_become_offline(ctx.replicas_on_brokers(dead))
-
-    def on_replicas_become_offline(self, replicas: list[tuple]) -> None:
-        ctx = self.context
-        psm, rsm = self.partition_state_machine, self.replica_state_machine
-        live_topic_replicas = [r for r in replicas if not ctx.is_topic_queued_up_for_deletion(r[0])]
-        psm.handle_state_changes(ctx.partitions_with_offline_leader(), OFFLINE_PARTITION)
-        results = psm.trigger_online_partition_state_change()
-        rsm.handle_state_changes(live_topic_replicas, OFFLINE_REPLICA)
-        if not live_topic_replicas and all(isinstance(r, Exception) for r in results.values()):
-            self.batch.new_batch()
-            self.batch.add_update_metadata_request_for_brokers(ctx.live_broker_ids)
-            self.batch.send_requests_to_brokers(ctx.epoch)
+@dataclass
+class Phase:
+    title: str
+    end_offset: int   # last record of the phase
+    time_ms: int
 
 
-def run_demo(spec: DemoSpec, sink: Callable[[tuple], object] | None = None) -> DemoEngine:
-    """Run the scripted scenario, sending every record to ``sink`` (a LogWriter.append, a list.append...)."""
-    broker_config = {"unclean.leader.election.enable": str(spec.unclean_leader_election_enable).lower()}
-    engine = DemoEngine(spec.controller_id, sink, broker_config)
-    ctx, journal = engine.context, engine.journal
-    rng = random.Random(spec.seed)
-    now = 0
+def run_demo(spec: DemoSpec, sink: Callable[[tuple], object] | None = None) -> tuple[Cluster, list[Phase]]:
+    """Run the story; every record goes to ``sink``. Returns the cluster and the phases."""
+    cluster = Cluster(configs=spec.configs, seed=spec.seed, sink=sink)
+    phases: list[Phase] = []
 
-    # Brokers register; the controller (broker 0) wins the election with epoch 1.
-    for b in range(spec.brokers):
-        journal.set_time(now)
-        broker_epoch = 0x100 + b  # the czxid of the registration znode
-        journal.input(BrokerStarted, b, f"broker-{b}", 9092, None)
-        ctx.add_live_brokers({b: broker_epoch})
-        now += 10
-    journal.set_time(now)
-    journal.input(ConfigChanged, "broker", "", "unclean.leader.election.enable",
-                  broker_config["unclean.leader.election.enable"])
-    engine.elect(1)
+    def phase(title: str) -> None:
+        phases.append(Phase(title, cluster.journal.next_offset - 1, cluster.now))
 
-    topics = {spec.topic: (spec.partitions, spec.replication_factor), **spec.extra_topics}
-    for topic, (partitions, rf) in topics.items():
-        now += 1000
-        journal.set_time(now)
-        assignment = assign_replicas_to_brokers(sorted(ctx.live_broker_ids), partitions, rf, rng=rng)
-        journal.input(TopicCreated, topic, tuple(assignment), ())
-        ctx.add_topic(topic, assignment)
-        engine.on_new_partition_creation(ctx.partitions_for_topic(topic))
+    cluster.start_brokers(range(spec.brokers))
+    cluster.create_topic(spec.rf1_topic, spec.rf1_partitions, 1)
+    cluster.create_topic(spec.rf3_topic, spec.rf3_partitions, min(3, spec.brokers))
+    phase(f"{spec.brokers} brokers up; topic {spec.rf1_topic} (RF 1) and {spec.rf3_topic} "
+          f"(RF {min(3, spec.brokers)}) created")
 
-    for b in spec.kill:
-        now += 5000
-        journal.set_time(now)
-        journal.input(BrokerSessionExpired, b)
-        ctx.remove_live_brokers([b])
-        engine.on_broker_failure([b])
-    return engine
+    cluster.kill_broker(spec.victim, at=spec.kill_at_ms)
+    phase(f"broker {spec.victim} killed at {spec.kill_at_ms} ms: its session is still alive, nothing moves yet")
+
+    timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
+    cluster.advance_to(spec.kill_at_ms + timeout + 1_000)
+    phase(f"broker {spec.victim}'s session expired at {spec.kill_at_ms + timeout} ms "
+          f"(zookeeper.session.timeout.ms={timeout}): the controller reacted")
+
+    cluster.start_broker(spec.victim, at=spec.restart_at_ms)
+    cluster.checkpoint()
+    phase(f"broker {spec.victim} restarted at {spec.restart_at_ms} ms")
+    return cluster, phases

@@ -8,10 +8,13 @@ replay and is reported with its offset, the expected record and the record produ
 """
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import msgpack
+
+from events.log import LogReader
 
 from controller.cluster import Cluster, ClusterError
 from events.records import ClusterCreated, StateDigest
@@ -41,7 +44,10 @@ class ReplayResult:
         return self.divergence is None
 
 
-class _Diverged(Exception):
+class _Diverged(BaseException):
+    """Raised from the sink. A BaseException, so that the engine's own error handling (which,
+    like Kafka's, logs and swallows exceptions in state changes) cannot hide it."""
+
     def __init__(self, divergence: Divergence):
         super().__init__(str(divergence))
         self.divergence = divergence
@@ -56,17 +62,30 @@ class _Comparator:
 
     def __init__(self, expected: Iterator):
         self._expected = expected
-        self._peeked: list = []
+        self._ahead: deque = deque()
         self.compared = 0
 
     def peek(self):
-        if not self._peeked:
-            self._peeked.append(next(self._expected, None))
-        return self._peeked[0]
+        if not self._ahead:
+            self._ahead.append(next(self._expected, None))
+        return self._ahead[0]
+
+    def next_driver(self):
+        """The next record the replay must act on (an input or a StateDigest), reading ahead over the
+        outputs before it: those are written while that input is carried out (e.g. session
+        expiries while its time passes)."""
+        for rec in self._ahead:
+            if rec is None or rec.is_input or type(rec) is StateDigest:
+                return rec
+        while True:
+            rec = next(self._expected, None)
+            self._ahead.append(rec)
+            if rec is None or rec.is_input or type(rec) is StateDigest:
+                return rec
 
     def __call__(self, rec) -> None:
         exp = self.peek()
-        self._peeked.clear()
+        self._ahead.popleft()
         if exp is None or not _same(exp, rec):
             raise _Diverged(Divergence(rec.offset, exp, rec))
         self.compared += 1
@@ -74,8 +93,7 @@ class _Comparator:
 
 def replay_records(records: Iterable[tuple]) -> ReplayResult:
     """Replay a sequence of records (a whole log, from offset 0)."""
-    expected = iter(records)
-    cmp = _Comparator(expected)
+    cmp = _Comparator(iter(records))
     first = cmp.peek()
     if type(first) is not ClusterCreated:
         raise ClusterError("a replayable log starts with a ClusterCreated record (written by controller.cluster)")
@@ -84,16 +102,19 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
         cluster = Cluster(configs=dict(first.configs), seed=first.seed, sink=cmp, start_time_ms=first.timestamp_ms)
         inputs = 1
         while True:
-            nxt = cmp.peek()
-            if nxt is None:
+            driver = cmp.next_driver()
+            if driver is None:
+                leftover = cmp.peek()
+                if leftover is not None:  # outputs after the last input that nothing wrote
+                    return ReplayResult(cmp.compared, inputs, Divergence(leftover.offset, leftover, None), None)
                 break
-            if nxt.is_input:
-                cluster.apply(nxt)
+            if driver.is_input:
+                cluster.apply(driver)
                 inputs += 1
-            elif type(nxt) is StateDigest:
-                cluster.checkpoint()
             else:
-                return ReplayResult(cmp.compared, inputs, Divergence(nxt.offset, nxt, None), None)
+                cluster.checkpoint()
+            if cmp.peek() is driver:  # the driver itself was not written where the log has it
+                return ReplayResult(cmp.compared, inputs, Divergence(driver.offset, driver, None), None)
     except _Diverged as d:
         return ReplayResult(cmp.compared, inputs, d.divergence, None)
     return ReplayResult(cmp.compared, inputs, None, cluster.digest())
@@ -101,5 +122,4 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
 
 def replay_log(log_dir: str) -> ReplayResult:
     """Replay the log in ``log_dir`` (streamed, never loaded whole)."""
-    from events.log import LogReader
     return replay_records(LogReader(log_dir).records())

@@ -1,25 +1,28 @@
-"""The ``kcontroller`` command: ``demo`` runs the engine on a scripted scenario, ``log`` prints an event log."""
+"""The ``kcontroller`` command: ``demo`` runs the main job; ``log``, ``describe`` and ``replay`` read event logs."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
 
+from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
-from controller.describe import describe_lines
+from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
 from kcontroller.logging_setup import LEVELS, configure_logging
+from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
-from statemachines.kafka_log_format import format_records
+from statemachines.kafka_log_format import KafkaLogFormatter, format_records
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
 
-def _add_format_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--level", choices=list(KAFKA_LEVELS), default="TRACE",
+def _add_format_options(p: argparse.ArgumentParser, default_level: str = "TRACE") -> None:
+    p.add_argument("--level", choices=list(KAFKA_LEVELS), default=default_level,
                    help="lowest state.change.logger level to print: TRACE as Kafka <= 2.5 wrote, INFO as 2.6+ "
-                        "writes by default (default: TRACE)")
+                        f"writes by default (default: {default_level})")
     p.add_argument("--layout", choices=["log4j", "message"], default="log4j",
                    help="log4j: full '[time] LEVEL [Controller id=N epoch=E] ... (state.change.logger)' lines; "
                         "message: only the '[Controller id=N epoch=E] ...' part")
@@ -31,26 +34,36 @@ def build_parser() -> argparse.ArgumentParser:
                         help="level of kcontroller's own diagnostics on stderr (default: warning)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", help="run the engine on a scripted scenario (brokers register, a topic is "
-                                       "created, a broker dies), write the event log, read it back and print it")
+    demo = sub.add_parser("demo", help="a 3-broker cluster with an RF=1 and an RF=3 topic; broker 1 is killed, "
+                                       "then restarted: prints the state-change log and the cluster after each phase")
     demo.add_argument("--log-dir", default="out/demo-log", help="where to write the event log (default: %(default)s)")
     demo.add_argument("--overwrite", action="store_true", help="replace an existing event log in --log-dir")
     demo.add_argument("--brokers", type=int, default=3)
-    demo.add_argument("--topic", default="orders")
-    demo.add_argument("--partitions", type=int, default=6)
-    demo.add_argument("--replication-factor", type=int, default=3)
-    demo.add_argument("--kill", type=int, nargs="*", default=[1], metavar="BROKER",
-                      help="brokers whose sessions expire, in order (default: 1)")
+    demo.add_argument("--partitions", type=int, default=3, help="partitions of each topic (default: 3)")
+    demo.add_argument("--victim", type=int, default=1, help="the broker that is killed (default: 1)")
     demo.add_argument("--unclean-leader-election-enable", action="store_true",
                       help="set the broker default unclean.leader.election.enable=true")
-    demo.add_argument("--seed", type=int, default=42, help="seed of the replica assignment (default: 42)")
-    _add_format_options(demo)
+    demo.add_argument("--seed", type=int, default=42, help="seed of the replica placement (default: 42)")
+    _add_format_options(demo, default_level="INFO")
 
     log = sub.add_parser("log", help="print an event log as Kafka state-change.log lines")
     log.add_argument("log_dir", metavar="LOG_DIR")
     log.add_argument("--from", dest="start_offset", type=int, default=0, metavar="OFFSET",
                      help="start at this record offset")
     _add_format_options(log)
+
+    replay = sub.add_parser("replay", help="re-run a log's inputs on a fresh engine and check it writes the same "
+                                           "records, byte for byte, and reaches the same state; exit 1 on any "
+                                           "difference")
+    replay.add_argument("log_dir", metavar="LOG_DIR")
+
+    describe = sub.add_parser("describe", help="the cluster as the log says it was, in the layout of "
+                                               "kafka-topics.sh --describe (or JSON)")
+    describe.add_argument("log_dir", metavar="LOG_DIR")
+    at = describe.add_mutually_exclusive_group()
+    at.add_argument("--at", type=int, metavar="OFFSET", help="state after the record at this offset")
+    at.add_argument("--time", type=int, metavar="T", help="state at simulated time T (ms)")
+    describe.add_argument("--json", action="store_true", help="print JSON instead of text")
     return parser
 
 
@@ -72,16 +85,31 @@ def cmd_demo(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return EXIT_ERROR
         shutil.rmtree(args.log_dir)
-    spec = DemoSpec(brokers=args.brokers, topic=args.topic, partitions=args.partitions,
-                    replication_factor=args.replication_factor, kill=tuple(args.kill),
-                    unclean_leader_election_enable=args.unclean_leader_election_enable, seed=args.seed)
+    configs = {"unclean.leader.election.enable": "true"} if args.unclean_leader_election_enable else {}
+    spec = DemoSpec(brokers=args.brokers, rf1_partitions=args.partitions, rf3_partitions=args.partitions,
+                    victim=args.victim, seed=args.seed, configs=configs)
     with LogWriter(args.log_dir, fsync=FsyncPolicy.per_batch()) as writer:
-        engine = run_demo(spec, writer.append)
-    _print_log(args.log_dir, 0, args.level, args.layout)
-    print(f"\n# {engine.journal.next_offset} records in {args.log_dir}; cluster state after the run:",
-          file=sys.stderr)
-    for line in describe_lines(engine.context):
-        print(line, file=sys.stderr)
+        cluster, phases = run_demo(spec, writer.append)
+    # Read the log back: everything printed below comes from the records.
+    formatter = KafkaLogFormatter(min_level=args.level, layout=args.layout)
+    view = ClusterView()
+    records = LogReader(args.log_dir).records()
+    out = sys.stdout
+    for phase in phases:
+        out.write(f"\n## {phase.title}\n\n")
+        for rec in records:
+            view.apply(rec)
+            for line in formatter.feed(rec):
+                out.write(line + "\n")
+            if rec.offset >= phase.end_offset:
+                break
+        for line in formatter.flush():
+            out.write(line + "\n")
+        out.write("\n")
+        for line in view.describe_lines():
+            out.write(line + "\n")
+    out.write(f"\n# {cluster.journal.next_offset} records in {args.log_dir}; "
+              f"kcontroller log / describe / replay {args.log_dir} read them again\n")
     return EXIT_OK
 
 
@@ -89,12 +117,35 @@ def cmd_log(args: argparse.Namespace) -> int:
     return _print_log(args.log_dir, args.start_offset, args.level, args.layout)
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    result = replay_log(args.log_dir)
+    if result.ok:
+        print(f"replay of {args.log_dir}: {result.records} records identical ({result.inputs} inputs re-applied); "
+              f"final state digest {result.digest}")
+        return EXIT_OK
+    print(f"replay of {args.log_dir} diverged after {result.records} identical records at "
+          f"{result.divergence}")
+    return 1
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    view = fold_log(args.log_dir, at_offset=args.at, at_time=args.time)
+    if args.json:
+        json.dump(view.to_json_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for line in view.describe_lines():
+            print(line)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level)
     try:
-        return {"demo": cmd_demo, "log": cmd_log}[args.command](args)
-    except LogError as exc:
+        commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe}
+        return commands[args.command](args)
+    except (LogError, ClusterError) as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (BrokenPipeError, KeyboardInterrupt):

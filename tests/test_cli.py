@@ -28,18 +28,23 @@ def demo_log(tmp_path, capsys):
     return log_dir
 
 
-def test_demo_prints_kafka_state_change_lines(tmp_path, capsys):
+def test_demo_tells_the_rf1_story(tmp_path, capsys):
+    """The main job: RF=3 partitions fail over at once; the RF=1 partition on the dead broker keeps
+    leader -1 and ISR [1] until the broker returns (../shared/seeds/004_34d7787fd39b218f.txt)."""
     log_dir = tmp_path / "log"
     assert main(["demo", "--log-dir", str(log_dir), "--layout", "message"]) == 0
-    out, err = capsys.readouterr()
-    lines = out.splitlines()
-    assert ("[Controller id=0 epoch=1] Changed partition orders-0 state from NonExistentPartition to NewPartition "
-            "with assigned replicas 2,0,1") in lines
-    assert ("[Controller id=0 epoch=1] Changed state of replica 1 for partition orders-0 from OnlineReplica to "
-            "OfflineReplica") in lines
-    assert any(line.startswith("[Controller id=0 epoch=1] Changed partition orders-2 from OfflinePartition to "
-                               "OnlinePartition with state LeaderAndIsr(leader=2, leaderEpoch=1") for line in lines)
-    assert "Partition: 0\tLeader: 2\tReplicas: 2,0,1\tIsr: 2,0\tOffline: 1" in err
+    out = capsys.readouterr().out
+    phases = out.split("\n## ")[1:]
+    assert len(phases) == 4
+    up, killed, expired, restarted = phases
+    assert "Partition: 2\tLeader: 1\tReplicas: 1\tIsr: 1" in up                   # events-2 (RF 1) on broker 1
+    assert "Changed" not in killed.split("# controller")[0]                      # session alive: nothing moves
+    assert ("[Controller id=0 epoch=1] Partition events-2 state changed to (Leader:-1,ISR:1,LeaderRecoveryState:"
+            "RECOVERED,LeaderEpoch:1,ZkVersion:1,ControllerEpoch:1) after removing replica 1 from the ISR as part of "
+            "transition to OfflineReplica") in expired
+    assert "Topic: events\tPartition: 2\tLeader: none\tReplicas: 1\tIsr: 1\tOffline: 1" in expired
+    assert "Topic: orders\tPartition: 1\tLeader: 2\tReplicas: 1,2,0\tIsr: 2,0\tOffline: 1" in expired
+    assert "Topic: events\tPartition: 2\tLeader: 1\tReplicas: 1\tIsr: 1" in restarted
     assert len(list(LogReader(log_dir).records())) > 100
 
 
@@ -62,7 +67,7 @@ def test_demo_refuses_to_overwrite_without_flag(demo_log, capsys):
 def test_log_prints_all_levels_or_info_only(demo_log, capsys):
     assert main(["log", str(demo_log)]) == 0
     trace = capsys.readouterr().out.splitlines()
-    assert all(line.endswith("(state.change.logger)") for line in trace)
+    assert all(line.endswith("(state.change.logger)") or line.startswith("kafka.common.") for line in trace)
     assert any(" TRACE [Controller id=0 epoch=1] Changed state of replica" in line for line in trace)
     assert main(["log", str(demo_log), "--level", "INFO"]) == 0
     info = capsys.readouterr().out.splitlines()
@@ -89,6 +94,35 @@ def test_damaged_log_names_file_and_position(demo_log, capsys):
     assert main(["log", str(demo_log)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert str(segment) in err and "byte" in err
+
+
+def test_replay_reproduces_the_demo_and_reports_a_divergence(demo_log, capsys):
+    assert main(["replay", str(demo_log)]) == 0
+    assert "records identical" in capsys.readouterr().out
+    records = list(LogReader(demo_log).records())
+    tampered = tmp = demo_log.parent / "tampered"
+    from events.log import LogWriter
+    with LogWriter(tmp) as w:
+        for r in records:
+            w.append(r._replace(timestamp_ms=r.timestamp_ms + 1) if r.offset == 100 else r)
+    assert main(["replay", str(tampered)]) == 1
+    out = capsys.readouterr().out
+    assert "diverged after 100 identical records at offset 100: expected" in out
+
+
+def test_describe_text_json_and_points_in_time(demo_log, capsys):
+    import json
+    assert main(["describe", str(demo_log)]) == 0
+    assert "Topic: events\tPartition: 2\tLeader: 1" in capsys.readouterr().out
+    assert main(["describe", str(demo_log), "--time", "30000", "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["controller"] == {"id": 0, "epoch": 1}
+    assert [b["live"] for b in state["brokers"]] == [True, False, True]
+    events2 = state["topics"][0]["partitions"][2]
+    assert (events2["leader"], events2["isr"], events2["state"]) == (-1, [1], "OfflinePartition")
+    assert events2["replica_states"] == {"1": "OfflineReplica"}
+    assert main(["describe", str(demo_log), "--at", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["topics"] == []
 
 
 def test_python_dash_m_entry_point(tmp_path):

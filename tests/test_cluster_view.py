@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from controller.demo import DemoSpec, run_demo
+from controller.state_machine_harness import ScriptSpec, run_scripted
 from events.log import FsyncPolicy, LogReader, LogRecordError, LogWriter
 from events.records import (
     ELECTION_NEW_PARTITION, ELECTION_NONE, ELECTION_OFFLINE, UPDATE_OFFLINE_REPLICA, BrokerKilled,
@@ -414,13 +414,13 @@ def test_digest_changes_exactly_when_the_view_does():
 # --- end to end: the demo's records against the engine's context -----------------------------------
 
 @pytest.mark.parametrize("spec", [
-    DemoSpec(),
-    DemoSpec(kill=(1, 2), replication_factor=2),
-    DemoSpec(brokers=5, partitions=8, kill=(1, 2, 3), extra_topics={"audit": (3, 2)}),
+    ScriptSpec(),
+    ScriptSpec(kill=(1, 2), replication_factor=2),
+    ScriptSpec(brokers=5, partitions=8, kill=(1, 2, 3), extra_topics={"audit": (3, 2)}),
 ], ids=["default", "leaderless", "extra-topic"])
 def test_demo_records_fold_to_the_engine_context(spec):
     records: list = []
-    engine = run_demo(spec, sink=records.append)
+    engine = run_scripted(spec, sink=records.append)
     ctx = engine.context
     view = fold(records)
     assert {(t, p) for t, parts in view.topics.items() for p in parts} == set(ctx.all_partitions())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from controller.demo import DemoSpec, run_demo
+from controller.state_machine_harness import ScriptSpec, run_scripted
 from events.log import LogReader, LogWriter
 from events.records import ReplicaTransition
 from statemachines.states import legal_transition_rows
@@ -28,7 +28,7 @@ def spark():
 
 def test_transitions_of_a_run_are_all_legal_and_a_planted_one_is_caught(spark, tmp_path):
     with LogWriter(tmp_path) as writer:
-        run_demo(DemoSpec(brokers=4, partitions=12, kill=(1, 2)), writer.append)
+        run_scripted(ScriptSpec(brokers=4, partitions=12, kill=(1, 2)), writer.append)
     rows = [(r.offset, r.topic, r.partition, r.replica, r.from_state, r.to_state)
             for r in LogReader(tmp_path).records() if type(r) is ReplicaTransition]
     rows.append((10**9, "planted", 0, 1, 2, 5))  # OnlineReplica -> ReplicaDeletionSuccessful: illegal

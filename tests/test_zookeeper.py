@@ -1,0 +1,584 @@
+"""The embedded ZooKeeper: znodes with versions and stats, error codes, sessions and ephemerals, sequential
+names, multi atomicity, one-shot watches, dump and snapshots; a hypothesis model check against a dict."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controller.zookeeper import (
+    FIRST_SESSION_ID, ZXID_BASE, BadVersionError, CheckOp, CheckResult, CreateOp, CreateResult, DeleteOp,
+    DeleteResult, ErrorResult, EventType, KeeperError, MultiError, NoChildrenForEphemeralsError, NodeExistsError,
+    NoNodeError, NotEmptyError, SessionExpiredError, SetDataOp, SetDataResult, WatchedEvent, ZooKeeper,
+)
+from statemachines.errors import StoreError, kafka_name
+
+
+class Clock:
+    def __init__(self, now: int = 1000):
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def zk(clock):
+    return ZooKeeper(clock)
+
+
+class Recorder:
+    """A session watcher that records its events."""
+
+    def __init__(self):
+        self.events: list[WatchedEvent] = []
+
+    def __call__(self, event):
+        self.events.append(event)
+
+    def take(self) -> list[tuple[str, str]]:
+        out = [(str(e.type), e.path) for e in self.events]
+        self.events.clear()
+        return out
+
+
+# --- znodes, versions, stats, errors ---------------------------------------------------------------------
+def test_create_get_and_stat(zk, clock):
+    s = zk.connect(10_000)
+    clock.now = 5000
+    assert zk.create(s, "/a", b"hello") == "/a"
+    data, stat = zk.get_data(s, "/a")
+    assert data == b"hello"
+    assert stat.czxid == stat.mzxid == stat.pzxid == zk.last_zxid
+    assert (stat.ctime, stat.mtime, stat.version, stat.cversion, stat.aversion) == (5000, 5000, 0, 0, 0)
+    assert (stat.ephemeral_owner, stat.data_length, stat.num_children) == (0, 5, 0)
+    assert zk.exists(s, "/a") == stat
+    assert zk.exists(s, "/nope") is None
+
+
+def test_zxids_one_per_transaction_and_failed_writes_consume_one(zk):
+    s = zk.connect(10_000)                       # createSession is a transaction too
+    assert zk.last_zxid == ZXID_BASE + 1
+    zk.create(s, "/a")
+    assert zk.get_data(s, "/a")[1].czxid == ZXID_BASE + 2
+    with pytest.raises(NodeExistsError):
+        zk.create(s, "/a")                       # an error transaction
+    zk.multi(s, [CreateOp("/b"), CreateOp("/c"), SetDataOp("/a", b"x")])
+    assert zk.last_zxid == ZXID_BASE + 4
+    assert {zk.exists(s, p).czxid for p in ("/b", "/c")} == {ZXID_BASE + 4}
+    assert zk.exists(s, "/a").mzxid == ZXID_BASE + 4
+    zk.get_data(s, "/a")                         # reads are not transactions
+    assert zk.last_zxid == ZXID_BASE + 4
+
+
+def test_set_data_versions(zk, clock):
+    s = zk.connect(10_000)
+    zk.create(s, "/a", b"0")
+    clock.now = 2000
+    stat = zk.set_data(s, "/a", b"1", version=0)
+    assert (stat.version, stat.mtime, stat.ctime) == (1, 2000, 1000)
+    with pytest.raises(BadVersionError) as e:
+        zk.set_data(s, "/a", b"2", version=0)
+    assert e.value.code == "BADVERSION"
+    assert str(e.value) == "KeeperErrorCode = BadVersion for /a"
+    assert zk.set_data(s, "/a", b"2").version == 2      # -1 matches any version
+    assert zk.get_data(s, "/a")[0] == b"2"
+    with pytest.raises(NoNodeError) as e:
+        zk.set_data(s, "/missing", b"x")
+    assert (e.value.code, str(e.value)) == ("NONODE", "KeeperErrorCode = NoNode for /missing")
+
+
+def test_create_errors_in_zookeepers_order(zk):
+    s = zk.connect(10_000)
+    with pytest.raises(NoNodeError) as e:
+        zk.create(s, "/a/b")
+    assert e.value.path == "/a/b"
+    zk.create(s, "/a")
+    with pytest.raises(NodeExistsError) as e:
+        zk.create(s, "/a")
+    assert str(e.value) == "KeeperErrorCode = NodeExists for /a"
+    zk.create(s, "/e", ephemeral=True)
+    with pytest.raises(NoChildrenForEphemeralsError) as e:
+        zk.create(s, "/e/child")
+    assert e.value.code == "NOCHILDRENFOREPHEMERALS"
+    with pytest.raises(NodeExistsError):          # NODEEXISTS is checked before the ephemeral parent
+        zk.create(s, "/e")
+
+
+def test_delete_errors_and_parent_stats(zk):
+    s = zk.connect(10_000)
+    zk.create(s, "/p")
+    zk.create(s, "/p/c", b"x")
+    parent = zk.exists(s, "/p")
+    assert (parent.cversion, parent.num_children, parent.pzxid) == (1, 1, zk.exists(s, "/p/c").czxid)
+    with pytest.raises(NotEmptyError) as e:
+        zk.delete(s, "/p")
+    assert str(e.value) == "KeeperErrorCode = Directory not empty for /p"
+    with pytest.raises(BadVersionError):          # the version is checked before emptiness
+        zk.delete(s, "/p", version=3)
+    with pytest.raises(BadVersionError):
+        zk.delete(s, "/p/c", version=1)
+    zk.delete(s, "/p/c", version=0)
+    parent = zk.exists(s, "/p")
+    assert (parent.cversion, parent.num_children) == (1, 0)     # deletions do not bump cversion
+    assert parent.pzxid == zk.last_zxid                         # but do move pzxid
+    with pytest.raises(NoNodeError):
+        zk.delete(s, "/p/c")
+    zk.delete(s, "/p")
+    assert zk.get_children(s, "/") == []
+
+
+def test_keeper_errors_are_store_errors_with_kafka_names():
+    e = KeeperError.create("NONODE", "/x")
+    assert isinstance(e, NoNodeError) and isinstance(e, StoreError)
+    assert kafka_name(e) == "org.apache.zookeeper.KeeperException$NoNodeException"
+    assert kafka_name(SessionExpiredError()) == "org.apache.zookeeper.KeeperException$SessionExpiredException"
+    assert str(SessionExpiredError()) == "KeeperErrorCode = Session expired"
+
+
+@pytest.mark.parametrize("path", ["", "a", "/a/", "//a", "/a//b", "/a/./b", "/a/..", "/a\0b"])
+def test_invalid_paths_are_rejected_before_the_server(zk, path):
+    s = zk.connect(10_000)
+    before = zk.last_zxid
+    with pytest.raises(ValueError):
+        zk.create(s, path)
+    assert zk.last_zxid == before
+
+
+def test_children_sorted_and_recursive_helpers(zk):
+    s = zk.connect(10_000)
+    zk.create_recursive(s, "/x/y/z", b"leaf")
+    for name in ("b", "a", "c"):
+        zk.create(s, f"/x/{name}")
+    assert zk.get_children(s, "/x") == ["a", "b", "c", "y"]
+    assert zk.get_data(s, "/x/y")[0] is None                  # parents are created without data
+    assert zk.delete_recursive(s, "/x") == 6
+    assert "/x" not in zk and zk.get_children(s, "/") == []
+
+
+# --- sessions and ephemerals -------------------------------------------------------------------------
+def test_session_ids_are_deterministic(zk):
+    assert [zk.connect(10_000) for _ in range(3)] == [FIRST_SESSION_ID, FIRST_SESSION_ID + 1, FIRST_SESSION_ID + 2]
+
+
+def test_close_session_deletes_ephemerals_without_expiry_callback(zk):
+    expired = []
+    s = zk.connect(10_000, on_expired=lambda: expired.append(1))
+    other = zk.connect(10_000)
+    zk.create(s, "/e", b"x", ephemeral=True)
+    assert zk.exists(other, "/e").ephemeral_owner == s
+    zk.close_session(s)
+    assert zk.exists(other, "/e") is None
+    assert not zk.is_alive(s) and expired == []
+    with pytest.raises(SessionExpiredError):
+        zk.get_data(s, "/")
+    zk.close_session(s)                                        # closing twice is harmless
+
+
+def test_expire_session_deletes_ephemerals_then_calls_back(zk):
+    order = []
+    s = zk.connect(10_000, on_expired=lambda: order.append("expired"))
+    other = zk.connect(10_000, watcher=lambda e: order.append(str(e.type)))
+    zk.create(s, "/e", ephemeral=True)
+    zk.exists(other, "/e", watch=True)
+    zk.expire_session(s)
+    assert order == ["NodeDeleted", "expired"]
+    with pytest.raises(SessionExpiredError):
+        zk.create(s, "/x")
+    with pytest.raises(SessionExpiredError):
+        zk.expire_session(s)
+
+
+def test_tick_expires_after_timeout_and_heartbeats_keep_alive(zk, clock):
+    a = zk.connect(5_000)
+    b = zk.connect(5_000)
+    zk.create(a, "/a", ephemeral=True)
+    zk.create(b, "/b", ephemeral=True)
+    clock.now += 4_000
+    zk.heartbeat(b)
+    assert zk.next_session_deadline() == 1000 + 5_000
+    clock.now += 999
+    assert zk.tick() == []
+    clock.now += 1
+    assert zk.tick() == [a]                                    # last heartbeat + timeout <= now
+    assert not zk.is_alive(a) and zk.is_alive(b)
+    assert zk.exists(b, "/a") is None and zk.exists(b, "/b") is not None
+    clock.now += 4_000
+    zk.get_children(b, "/")                                    # any request counts as a heartbeat
+    clock.now += 4_000
+    assert zk.tick() == []
+    clock.now += 1_000
+    assert zk.tick() == [b]
+    assert zk.next_session_deadline() is None
+
+
+def test_tick_returns_expired_sessions_in_id_order(zk, clock):
+    ids = [zk.connect(t) for t in (3_000, 1_000, 2_000)]
+    clock.now += 10_000
+    assert zk.tick() == sorted(ids)
+
+
+# --- sequential nodes ------------------------------------------------------------------------------------
+def test_sequential_names_use_the_parents_cversion(zk):
+    s = zk.connect(10_000)
+    zk.create(s, "/q")
+    assert zk.create(s, "/q/n-", sequential=True) == "/q/n-0000000000"
+    assert zk.create(s, "/q/n-", sequential=True) == "/q/n-0000000001"
+    zk.create(s, "/q/plain")
+    zk.delete(s, "/q/n-0000000000")
+    assert zk.create(s, "/q/n-", b"d", sequential=True) == "/q/n-0000000003"
+    assert zk.create(s, "/q/", sequential=True) == "/q/0000000004"
+    assert zk.get_children(s, "/q") == ["0000000004", "n-0000000001", "n-0000000003", "plain"]
+
+
+# --- multi ---------------------------------------------------------------------------------------------
+def test_multi_success_results(zk):
+    s = zk.connect(10_000)
+    zk.create(s, "/a", b"0")
+    results = zk.multi(s, [CheckOp("/a", 0), CreateOp("/a/s-", b"x", sequential=True), SetDataOp("/a", b"1", 0),
+                           CreateOp("/b"), DeleteOp("/b")])
+    assert results[0] == CheckResult()
+    assert results[1] == CreateResult("/a/s-0000000000")
+    assert type(results[2]) is SetDataResult and results[2].stat.version == 1
+    assert results[3] == CreateResult("/b") and results[4] == DeleteResult()
+    assert zk.get_children(s, "/") == ["a"]
+
+
+def test_failed_multi_changes_nothing(zk):
+    s = zk.connect(10_000)
+    zk.create(s, "/a", b"0")
+    zk.create(s, "/a/c")
+    before = zk.to_dict()["nodes"]
+    ops = [SetDataOp("/a", b"1"), CreateOp("/new", b"n", ephemeral=True), DeleteOp("/a/c"),
+           CreateOp("/a/s-", sequential=True), CheckOp("/a", 0), CreateOp("/x")]
+    with pytest.raises(MultiError) as e:
+        zk.multi(s, ops)
+    err = e.value
+    assert (err.code, err.failed_index, err.path) == ("BADVERSION", 4, "/a")   # /a is at version 1 inside the multi
+    assert err.results == [ErrorResult("OK")] * 4 + [ErrorResult("BADVERSION"), ErrorResult("RUNTIMEINCONSISTENCY")]
+    assert zk.to_dict()["nodes"] == before
+    zk.close_session(s)                          # the rolled-back ephemeral is not the session's
+    assert zk.to_dict()["nodes"] == before
+
+
+def test_multi_reports_the_first_failing_op(zk):
+    s = zk.connect(10_000)
+    with pytest.raises(MultiError) as e:
+        zk.multi(s, [CreateOp("/a"), CreateOp("/a"), DeleteOp("/zzz")])
+    assert e.value.code == "NODEEXISTS" and e.value.failed_index == 1
+    assert e.value.results == [ErrorResult("OK"), ErrorResult("NODEEXISTS"), ErrorResult("RUNTIMEINCONSISTENCY")]
+    assert "/a" not in zk
+
+
+# --- watches ---------------------------------------------------------------------------------------------
+def test_exists_watch_fires_on_creation_once(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    assert zk.exists(s, "/a", watch=True) is None
+    zk.create(s, "/a")
+    zk.set_data(s, "/a", b"x")
+    assert w.take() == [("NodeCreated", "/a")]
+
+
+def test_exists_watch_on_existing_node_fires_data_change_then_needs_rearming(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/a")
+    zk.exists(s, "/a", watch=True)
+    zk.exists(s, "/a", watch=True)                            # one watch per session and path
+    zk.set_data(s, "/a", b"1")
+    zk.set_data(s, "/a", b"2")
+    assert w.take() == [("NodeDataChanged", "/a")]
+    zk.exists(s, "/a", watch=True)
+    zk.delete(s, "/a")
+    assert w.take() == [("NodeDeleted", "/a")]
+
+
+def test_get_data_watch(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    with pytest.raises(NoNodeError):
+        zk.get_data(s, "/a", watch=True)                      # no watch on a missing node
+    zk.create(s, "/a")
+    assert w.take() == []
+    zk.get_data(s, "/a", watch=True)
+    zk.set_data(s, "/a", b"1")
+    zk.get_data(s, "/a", watch=True)
+    zk.delete(s, "/a")
+    assert w.take() == [("NodeDataChanged", "/a"), ("NodeDeleted", "/a")]
+
+
+def test_child_watch(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/p")
+    zk.get_children(s, "/p", watch=True)
+    zk.create(s, "/p/a")
+    zk.create(s, "/p/b")                                      # one-shot
+    assert w.take() == [("NodeChildrenChanged", "/p")]
+    zk.get_children(s, "/p", watch=True)
+    zk.set_data(s, "/p/a", b"x")                              # a child's data is not a child change
+    zk.set_data(s, "/p", b"x")                                # nor the node's own data
+    assert w.take() == []
+    zk.delete(s, "/p/a")
+    assert w.take() == [("NodeChildrenChanged", "/p")]
+    zk.get_children(s, "/p", watch=True)
+    zk.delete(s, "/p/b")
+    zk.get_children(s, "/p", watch=True)
+    zk.delete(s, "/p")                                        # the watched parent itself goes
+    assert w.take() == [("NodeChildrenChanged", "/p"), ("NodeDeleted", "/p")]
+
+
+def test_data_and_child_watch_on_deleted_node_give_one_event(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/p")
+    zk.get_data(s, "/p", watch=True)
+    zk.get_children(s, "/p", watch=True)
+    zk.delete(s, "/p")
+    assert w.take() == [("NodeDeleted", "/p")]
+
+
+def test_events_ordered_by_session_then_arming_order(zk):
+    seen = []
+    sessions = [zk.connect(10_000, watcher=lambda e, i=i: seen.append((i, str(e.type), e.path))) for i in range(3)]
+    s0, s1, s2 = sessions
+    zk.create(s0, "/a")
+    zk.create(s0, "/b")
+    zk.exists(s2, "/a", watch=True)
+    zk.exists(s1, "/b", watch=True)
+    zk.exists(s1, "/a", watch=True)
+    zk.get_children(s0, "/", watch=True)
+    zk.multi(s0, [SetDataOp("/a", b"1"), DeleteOp("/b")])
+    assert seen == [(0, "NodeChildrenChanged", "/"), (1, "NodeDeleted", "/b"), (1, "NodeDataChanged", "/a"),
+                    (2, "NodeDataChanged", "/a")]
+
+
+def test_failed_multi_fires_no_watch_and_keeps_it_armed(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/a")
+    zk.exists(s, "/a", watch=True)
+    with pytest.raises(MultiError):
+        zk.multi(s, [SetDataOp("/a", b"1"), CheckOp("/a", 0)])
+    assert w.take() == []
+    zk.set_data(s, "/a", b"2")
+    assert w.take() == [("NodeDataChanged", "/a")]
+
+
+def test_watcher_may_reread_rearm_and_write(zk):
+    log = []
+
+    def watcher(event):
+        log.append((str(event.type), event.path))
+        if event.type is EventType.NODE_DATA_CHANGED:
+            data, _ = zk.get_data(s, event.path, watch=True)  # re-arm from inside the callback
+            if data == b"1":
+                zk.set_data(s, event.path, b"2")              # a write from inside: delivered after this returns
+                log.append(("wrote", "2"))
+
+    s = zk.connect(10_000, watcher=watcher)
+    zk.create(s, "/a")
+    zk.get_data(s, "/a", watch=True)
+    zk.set_data(s, "/a", b"1")
+    assert log == [("NodeDataChanged", "/a"), ("wrote", "2"), ("NodeDataChanged", "/a")]
+    assert zk.get_data(s, "/a")[0] == b"2"
+    zk.set_data(s, "/a", b"3")                               # re-armed by the second callback
+    assert log[-1] == ("NodeDataChanged", "/a")
+
+
+def test_watcher_errors_do_not_break_delivery(zk):
+    w = Recorder()
+    bad = zk.connect(10_000, watcher=lambda e: 1 / 0)
+    good = zk.connect(10_000, watcher=w)
+    zk.create(good, "/a")
+    zk.exists(bad, "/a", watch=True)
+    zk.exists(good, "/a", watch=True)
+    zk.set_data(good, "/a", b"x")
+    assert w.take() == [("NodeDataChanged", "/a")]
+
+
+def test_closed_session_watches_are_dropped(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    other = zk.connect(10_000)
+    zk.create(other, "/a")
+    zk.exists(s, "/a", watch=True)
+    zk.get_children(s, "/", watch=True)
+    zk.close_session(s)
+    zk.set_data(other, "/a", b"x")
+    zk.create(other, "/b")
+    assert w.take() == []
+
+
+# --- inspection and snapshots ----------------------------------------------------------------------------
+def test_dump_format(zk):
+    s = zk.connect(10_000)
+    zk.create_recursive(s, "/brokers/ids/1", b'{"x":1}', ephemeral=True)
+    zk.create(s, "/controller_epoch", b"7")
+    zk.create(s, "/brokers/ids/10", b"ten")
+    zk.create(s, "/brokers-x", b"line1\nline2")
+    zk.create(s, "/brokers/empty", b"")
+    assert zk.dump() == (
+        "/\n"
+        "/brokers\n"
+        "/brokers/empty\n"
+        "/brokers/ids\n"
+        '/brokers/ids/1 = {"x":1}\n'
+        "/brokers/ids/10 = ten\n"
+        "/brokers-x = line1\\nline2\n"
+        "/controller_epoch = 7\n")
+    assert [p for p, _, _ in zk.nodes()] == [line.split(" = ")[0] for line in zk.dump().splitlines()]
+
+
+def test_to_dict_from_dict_round_trip(zk, clock):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/a", b"1")
+    zk.create(s, "/a/e", b"2", ephemeral=True)
+    zk.create(s, "/a/q-", sequential=True)
+    zk.set_data(s, "/a", b"3")
+    zk.exists(s, "/a", watch=True)
+    zk.get_children(s, "/a", watch=True)
+    clock.now += 500
+    d = zk.to_dict()
+    twin = ZooKeeper.from_dict(copy.deepcopy(d), clock)
+    assert twin.to_dict() == d
+    assert twin.dump() == zk.dump()
+    assert list(twin.nodes()) == list(zk.nodes())
+    w2 = Recorder()
+    twin.attach(s, watcher=w2)
+    for z in (zk, twin):
+        z.create(s, "/a/q-", sequential=True)
+        z.expire_session(s)
+    assert twin.to_dict() == zk.to_dict()
+    assert w.take() == w2.take() == [("NodeChildrenChanged", "/a")]
+
+
+# --- hypothesis: against a reference model ------------------------------------------------------------------
+class RefError(Exception):
+    def __init__(self, code):
+        self.code = code
+
+
+class Reference:
+    """A dict-of-paths ZooKeeper: path -> [data, version, cversion]."""
+
+    def __init__(self):
+        self.nodes = {"/": [None, 0, 0]}
+
+    @staticmethod
+    def parent(path):
+        return path.rsplit("/", 1)[0] or "/"
+
+    def children(self, path):
+        return sorted(p.rsplit("/", 1)[1] for p in self.nodes if p != "/" and self.parent(p) == path)
+
+    def apply(self, op):
+        n = self.nodes
+        if isinstance(op, CreateOp):
+            parent = self.parent(op.path)
+            if parent not in n:
+                raise RefError("NONODE")
+            path = op.path + (f"{n[parent][2]:010d}" if op.sequential else "")
+            if path in n:
+                raise RefError("NODEEXISTS")
+            n[path] = [op.data, 0, 0]
+            n[parent][2] += 1
+            return path
+        if op.path not in n:
+            raise RefError("NONODE")
+        if op.version != -1 and n[op.path][1] != op.version:
+            raise RefError("BADVERSION")
+        if isinstance(op, SetDataOp):
+            n[op.path][0] = op.data
+            n[op.path][1] += 1
+        elif isinstance(op, DeleteOp):
+            if self.children(op.path):
+                raise RefError("NOTEMPTY")
+            del n[op.path]
+
+    def multi(self, ops):
+        saved = copy.deepcopy(self.nodes)
+        try:
+            for op in ops:
+                self.apply(op)
+        except RefError:
+            self.nodes = saved
+            raise
+
+
+def draw_op(data, ref: Reference):
+    """An op that is likely to succeed: paths near the existing tree, versions mostly right."""
+    existing = sorted(p for p in ref.nodes if p != "/")
+    kind = data.draw(st.sampled_from(["create", "create", "set", "delete", "delete", "check"]))
+    if kind == "create":
+        parent = data.draw(st.sampled_from(["/"] + [p for p in existing if p.count("/") < 3]))
+        path = ("" if parent == "/" else parent) + "/" + data.draw(st.sampled_from(["a", "b", "s-"]))
+        return CreateOp(path, data.draw(st.sampled_from([b"", b"d1"])), False, data.draw(st.booleans()))
+    path = data.draw(st.sampled_from(existing + ["/a", "/a/b"]))
+    actual = ref.nodes[path][1] if path in ref.nodes else 0
+    version = data.draw(st.sampled_from([-1, actual, actual, actual + 1]))
+    if kind == "set":
+        return SetDataOp(path, data.draw(st.sampled_from([b"v1", b"v2"])), version)
+    return DeleteOp(path, version) if kind == "delete" else CheckOp(path, version)
+
+
+def _single(zk, s, op):
+    if isinstance(op, CreateOp):
+        return zk.create(s, op.path, op.data, sequential=op.sequential)
+    if isinstance(op, SetDataOp):
+        return zk.set_data(s, op.path, op.data, op.version)
+    if isinstance(op, DeleteOp):
+        return zk.delete(s, op.path, op.version)
+    return zk.multi(s, [op])
+
+
+def _assert_same_tree(zk, s, ref):
+    assert sorted(p for p, _, _ in zk.nodes()) == sorted(ref.nodes)
+    for path, (data, version, cversion) in ref.nodes.items():
+        got, stat = zk.get_data(s, path)
+        assert (got or None, stat.version, stat.cversion) == (data or None, version, cversion), path
+        assert zk.get_children(s, path) == ref.children(path)
+        assert stat.num_children == len(ref.children(path))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_random_operations_match_a_reference_model(data):
+    zk = ZooKeeper(Clock())
+    s = zk.connect(10_000)
+    ref = Reference()
+    for _ in range(data.draw(st.integers(1, 30), label="steps")):
+        n_ops = data.draw(st.sampled_from([1, 1, 2, 3, 4]))
+        probe = copy.deepcopy(ref)          # draw each op against the tree the earlier ops of the multi left
+        ops = []
+        for _ in range(n_ops):
+            op = draw_op(data, probe)
+            ops.append(op)
+            try:
+                probe.apply(op)
+            except RefError:
+                pass
+        expected_error = None
+        try:
+            ref.apply(ops[0]) if n_ops == 1 else ref.multi(ops)
+        except RefError as e:
+            expected_error = e.code
+        before = zk.to_dict()["nodes"] if expected_error else None
+        try:
+            _single(zk, s, ops[0]) if n_ops == 1 else zk.multi(s, ops)
+            error = None
+        except KeeperError as e:
+            error = e.code
+        assert error == expected_error, ops
+        if error is not None:
+            assert zk.to_dict()["nodes"] == before            # a failed write, or multi, changes nothing
+        _assert_same_tree(zk, s, ref)
