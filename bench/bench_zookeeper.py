@@ -1,7 +1,7 @@
 """Benchmark of the embedded ZooKeeper and the KafkaZkClient on a million partition ``/state`` znodes.
 
     .venv/bin/python bench/bench_zookeeper.py                 # 1,000,000 partitions, model and client
-    .venv/bin/python bench/bench_zookeeper.py --partitions 200000 --model-only
+    .venv/bin/python bench/bench_zookeeper.py --partitions 200000 --model-only   # or --client-only
 
 Prints wall times (best of ``--runs`` for the reads) and the process RSS after each phase. The
 model phase creates ``/brokers/topics/t/partitions/<p>`` and ``.../<p>/state`` directly with
@@ -108,12 +108,14 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--model-only", action="store_true")
+    ap.add_argument("--client-only", action="store_true")
     ap.add_argument("--no-gc", action="store_true", help="disable the cyclic garbage collector")
     args = ap.parse_args()
     if args.no_gc:
         gc.disable()
     print(f"Python {sys.version.split()[0]}, gc {'off' if args.no_gc else 'on'}, start RSS {rss_mb():.0f} MB")
-    bench_model(args.partitions, args.runs)
+    if not args.client_only:
+        bench_model(args.partitions, args.runs)
     gc.collect()
     if not args.model_only:
         bench_client(args.partitions, args.runs)

@@ -591,27 +591,33 @@ class KafkaZkClient:
 
     def update_leader_and_isr(self, states: Mapping[tuple, LeaderAndIsr], controller_epoch: int,
                               expected_controller_epoch_zk_version: int) -> UpdateLeaderAndIsrResult:
-        """Conditional ``/state`` writes (expected version = each LeaderAndIsr's partition_epoch), fenced."""
+        """Conditional ``/state`` writes (expected version = each LeaderAndIsr's partition_epoch), fenced.
+
+        Every write is sent; then a failed epoch check raises ControllerMovedError (any other failure of the
+        check, or a lost session, fails every partition with that error, as in Kafka)."""
+        finished: dict = {}
+        retry: list = []
+        check_failed = None
+        write = self._write
         try:
-            outcomes = [self._write(SetDataOp(
-                f"{topic_partition_path(tp)}/state",
-                encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch)), lai.partition_epoch),
-                expected_controller_epoch_zk_version) for tp, lai in states.items()]
-            self._unwrap(outcomes)
+            for tp, lai in states.items():
+                o = write(SetDataOp(f"{TOPICS_PATH}/{tp[0]}/partitions/{tp[1]}/state",
+                                    encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch)),
+                                    lai.partition_epoch), expected_controller_epoch_zk_version)
+                if type(o) is SetDataResult:
+                    finished[tp] = lai.with_partition_epoch(o.stat.version)
+                elif type(o) is _CheckFailed:
+                    check_failed = check_failed or o
+                elif o.code == "BADVERSION":
+                    retry.append(tp)
+                else:
+                    finished[tp] = o
+            if check_failed is not None:
+                raise check_failed.error()
         except ControllerMovedError:
             raise
         except KeeperError as e:
             return UpdateLeaderAndIsrResult({tp: e for tp in states}, [])
-        finished: dict = {}
-        retry: list = []
-        for (tp, lai), o in zip(states.items(), outcomes):
-            if isinstance(o, KeeperError):
-                if o.code == "BADVERSION":
-                    retry.append(tp)
-                else:
-                    finished[tp] = o
-            else:
-                finished[tp] = lai.with_partition_epoch(o.stat.version)
         return UpdateLeaderAndIsrResult(finished, retry)
 
     def update_partition_state_as_leader(self, tp: tuple, leader_and_isr: LeaderAndIsr,
@@ -845,8 +851,8 @@ class KafkaZkClient:
         assignment = {int(p): tuple(r) for p, r in assignment.items()}
         if validate:
             self._validate_topic_create(topic, assignment)
-        _log.info(f"Creating topic {topic} with configuration {configs} and initial partition assignment "
-                  f"{assignment}")
+        shown = assignment if len(assignment) <= 10 else f"({len(assignment)} partitions)"
+        _log.info(f"Creating topic {topic} with configuration {configs} and initial partition assignment {shown}")
         self.set_or_create_entity_configs(TOPIC_CONFIG_TYPE, topic, configs)
         if uses_topic_id and topic_id is None:
             topic_id = random_uuid(self._rng)

@@ -363,6 +363,15 @@ def test_update_leader_and_isr_success_retry_and_nonode(controller):
     assert c.get_partition_states([("t", 1)])[("t", 1)].leader_and_isr == LeaderAndIsr(1, 0, (1,), partition_epoch=1)
 
 
+def test_update_leader_and_isr_fails_all_if_the_epoch_znode_is_missing(controller, zk):
+    c, epoch, version = controller
+    zk.delete(c.session_id, "/controller_epoch")
+    result = c.update_leader_and_isr({("t", 0): LeaderAndIsr(2, 1, (2,)), ("t", 1): LeaderAndIsr(2, 1, (2,))},
+                                     epoch, version)
+    assert result.to_retry == [] and set(result.finished) == {("t", 0), ("t", 1)}
+    assert all(isinstance(e, NoNodeError) and e.path == "/controller_epoch" for e in result.finished.values())
+
+
 def test_create_partition_states_nodeexists_is_a_store_error(controller):
     c, epoch, version = controller
     out = c.create_partition_states({("t", 0): lice(2, (2,)), ("t", 2): lice(2, (2,))}, version)
