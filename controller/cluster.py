@@ -30,8 +30,8 @@ from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
-    BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged, IsrChangeNotified,
-    PartitionsAdded, StateDigest, TopicCreated,
+    UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
+    IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
 )
 from statemachines.leader_and_isr import LeaderAndIsr
 
@@ -401,9 +401,15 @@ class Cluster:
             info = states.get((t, p))
             if info is None:
                 continue
-            lai = info.leader_and_isr
-            server.zk.update_partition_state_as_leader((t, p), lai._replace(isr=tuple(isr)), info.controller_epoch)
-            changed.append((t, p))
+            lai = info.leader_and_isr._replace(isr=tuple(isr))
+            ok, version = server.zk.update_partition_state_as_leader((t, p), lai, info.controller_epoch)
+            if ok:
+                # The broker itself wrote /state: record it, or no record would ever carry this ISR
+                # if a new controller loads it at failover (the notification is deleted then).
+                self.journal.set_writer(-1, 0)
+                self.journal.emit(LeaderAndIsrUpdated, t, p, lai.leader, lai.leader_epoch, lai.isr, version,
+                                  lai.recovery_state, UPDATE_ISR_NOTIFICATION, -1)
+                changed.append((t, p))
         if changed:
             server.zk.propagate_isr_changes(changed)
 

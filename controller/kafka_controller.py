@@ -21,7 +21,7 @@ from controller.config import KafkaConfig
 from controller.context import ControllerContext
 from controller.controller_events import (
     FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NOT_CONTROLLER,
-    STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived, AlterPartitionResponse, BrokerChange,
+    STALE_BROKER_EPOCH, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived, AlterPartitionResponse, BrokerChange,
     BrokerModifications, ControllerChange, Expire, IsrChangeNotification, PartitionModifications, Reelect,
     RegisterBrokerAndReelect, Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
 )
@@ -485,6 +485,14 @@ class KafkaController:
             self.zk.delete_isr_change_notifications(names, self.context.epoch_zk_version)
 
     def _process_alter_partition(self, event: AlterPartitionReceived) -> None:
+        """Kafka's processAlterPartition: any error, a fenced write included, answers UNKNOWN_SERVER_ERROR."""
+        try:
+            self._try_process_alter_partition(event)
+        except Exception:
+            self._log.exception(f"Error when processing AlterPartition: {event!r}")
+            event.callback(AlterPartitionResponse(UNKNOWN_SERVER_ERROR, {}))
+
+    def _try_process_alter_partition(self, event: AlterPartitionReceived) -> None:
         """Kafka's tryProcessAlterPartition: accept or refuse each proposed ISR, write, respond."""
         if not self.is_active:
             event.callback(AlterPartitionResponse(NOT_CONTROLLER, {}))
@@ -500,6 +508,9 @@ class KafkaController:
         adjusted: dict = {}
         live = ctx.live_broker_ids
         for tp, proposed in sorted(event.partitions.items()):
+            if proposed.recovery_state not in (RECOVERED, RECOVERING):
+                # LeaderRecoveryState.of(value) throws in Kafka, failing the whole request.
+                raise ValueError(f"Unknown leader recovery state {proposed.recovery_state} for {TopicPartition(*tp)}")
             info = ctx.partition_leadership_info(tp)
             if info is None:
                 responses[tp] = UNKNOWN_TOPIC_OR_PARTITION

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from events.log import LogReader
 from events.records import (
     NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
-    LiveBrokersChanged, PartitionTransition, ReplicaTransition, TopicCreated,
+    LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaTransition, TopicCreated,
 )
 from statemachines.states import (
     NEW_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -103,6 +103,7 @@ class ClusterView:
         self.topics: dict[str, dict[int, PartitionView]] = {}
         self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
         self.topic_configs: dict[str, dict[str, str]] = {}
+        self.assignments: dict[str, dict[int, tuple]] = {}  # from TopicCreated / PartitionsAdded inputs
         self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
         self.offset = -1                                  # offset of the last record applied
         self.timestamp_ms: int | None = None              # its timestamp
@@ -112,7 +113,10 @@ class ClusterView:
         """Fold one record (an ``events.records`` object) into the view."""
         handler = _HANDLERS.get(record[0])
         if handler is not None:
-            handler(self, record)
+            if record[0] in _STATE_KINDS and 0 <= record.controller_id and record.controller_epoch < self.latest_epoch:
+                pass  # a deposed (zombie) controller's in-memory changes: not the cluster's state
+            else:
+                handler(self, record)
         self.offset = record.offset
         self.timestamp_ms = record.timestamp_ms
 
@@ -152,6 +156,13 @@ class ClusterView:
         every state directly, without a log line or record (initializeReplicaState and
         initializePartitionState), from the live brokers and the stored leaders. Do the same."""
         live = set(self.live_broker_ids())
+        # Partitions created while no controller acted on them: the new controller finds them in the
+        # store without a leader (NewPartition); only the admin's input records carried them.
+        for topic, assignment in self.assignments.items():
+            partitions = self.topics.setdefault(topic, {})
+            for p, replicas in assignment.items():
+                if p not in partitions:
+                    partitions[p] = PartitionView(NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
         for topic, partitions in self.topics.items():
             states = self.replica_states.setdefault(topic, {})
             for p, pv in partitions.items():
@@ -163,6 +174,10 @@ class ClusterView:
 
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
+        self.assignments[rec.topic] = {p: tuple(r) for p, r in enumerate(rec.assignment)}
+
+    def _partitions_added(self, rec: PartitionsAdded) -> None:
+        self.assignments.setdefault(rec.topic, {}).update((p, tuple(r)) for p, r in rec.assignment)
 
     def _config_changed(self, rec: ConfigChanged) -> None:
         if rec.entity_type != "topic":
@@ -181,6 +196,7 @@ class ClusterView:
                 if not partitions:
                     del self.topics[rec.topic]
                     self.topic_configs.pop(rec.topic, None)
+            self.assignments.get(rec.topic, {}).pop(rec.partition, None)
             return
         self.topics.setdefault(rec.topic, {})[rec.partition] = PartitionView(
             rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
@@ -278,7 +294,11 @@ _HANDLERS = {
     PartitionTransition.KIND: ClusterView._partition_transition,
     LeaderAndIsrUpdated.KIND: ClusterView._leader_and_isr_updated,
     ReplicaTransition.KIND: ClusterView._replica_transition,
+    PartitionsAdded.KIND: ClusterView._partitions_added,
 }
+# Records of a controller's in-memory view: a deposed controller's (older epoch) are not the cluster's.
+_STATE_KINDS = frozenset({PartitionTransition.KIND, LeaderAndIsrUpdated.KIND, ReplicaTransition.KIND,
+                          LiveBrokersChanged.KIND})
 
 
 def fold(records: Iterable[tuple], *, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:
