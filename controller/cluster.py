@@ -265,7 +265,9 @@ class Cluster:
         target = self.now if at is None else at
         if target < self.now:
             raise ClusterError(f"time cannot go back: now {self.now}, asked {target}")
+        self._check(cls, body)
         self._advance_clock(target)
+        self._check(cls, body)  # time passing may have changed things (a session expired)
         self.journal.set_writer(-1, 0)
         rec = self.journal.input(cls, *body)
         result = self._carry_out(rec)
@@ -349,6 +351,22 @@ class Cluster:
         else:
             raise ClusterError(f"{t.__name__} is not an input the cluster can carry out")
         return None
+
+    def _check(self, cls, body: tuple) -> None:
+        """Refuse an action that cannot be carried out *before* it is recorded, so the log only holds
+        inputs that happened (and replays)."""
+        if cls is BrokerStarted:
+            server = self.brokers.get(body[0])
+            if server is not None and server.alive:
+                raise ClusterError(f"broker {body[0]} is already running")
+        elif cls in (BrokerKilled, BrokerSessionExpired, BrokerModified, AlterPartitionRequested, IsrChangeNotified):
+            self._running(body[0])
+        elif cls is TopicCreated:
+            self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
+        elif cls is PartitionsAdded:
+            self.admin.add_partitions(body[0], None, {p: list(r) for p, r in body[1]}, validate_only=True)
+        elif cls is ConfigChanged and body[0] == "topic" and not self.admin.topic_exists(body[1]):
+            raise ClusterError(f"topic {body[1]} does not exist")
 
     def _running(self, broker_id: int) -> BrokerServer:
         server = self.brokers.get(broker_id)

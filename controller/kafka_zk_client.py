@@ -850,7 +850,7 @@ class KafkaZkClient:
         configs = dict(configs or {})
         assignment = {int(p): tuple(r) for p, r in assignment.items()}
         if validate:
-            self._validate_topic_create(topic, assignment)
+            self.validate_topic_create(topic, assignment)
         shown = assignment if len(assignment) <= 10 else f"({len(assignment)} partitions)"
         _log.info(f"Creating topic {topic} with configuration {configs} and initial partition assignment {shown}")
         self.set_or_create_entity_configs(TOPIC_CONFIG_TYPE, topic, configs)
@@ -864,7 +864,8 @@ class KafkaZkClient:
             raise TopicExistsError(f"Topic '{topic}' already exists.") from None
         return topic_id
 
-    def _validate_topic_create(self, topic: str, assignment: Mapping[int, tuple]) -> None:
+    def validate_topic_create(self, topic: str, assignment: Mapping[int, tuple]) -> None:
+        """Raise Kafka's error for a topic creation that AdminZkClient would refuse; writes nothing."""
         validate_topic_name(topic)
         if self.is_topic_marked_for_deletion(topic):
             raise TopicExistsError(f"Topic '{topic}' is marked for deletion.")
@@ -887,7 +888,8 @@ class KafkaZkClient:
             raise InvalidReplicaAssignmentError("partitions should be a consecutive 0-based integer sequence")
 
     def add_partitions(self, topic: str, existing: Mapping | None, new_assignment: Mapping[int, Sequence[int]], *,
-                       available_brokers: Iterable[int] | None = None) -> dict[int, ReplicaAssignment]:
+                       available_brokers: Iterable[int] | None = None,
+                       validate_only: bool = False) -> dict[int, ReplicaAssignment]:
         """AdminZkClient.createPartitionsWithAssignment: rewrite ``/brokers/topics/<t>`` with the existing and the
         new partitions (keeping the topic id; not fenced). ``existing`` maps (topic, p) or p to the current
         assignment (None: read it). Returns the combined assignment by partition."""
@@ -920,6 +922,8 @@ class KafkaZkClient:
             raise InvalidReplicaAssignmentError(f"Unexpected partition ids {sorted(new)} for topic '{topic}' with "
                                                 f"{len(current)} partitions")
         combined = {**current, **new}
+        if validate_only:
+            return combined
         topic_id = self.get_topic_ids([topic]).get(topic)
         self.set_topic_assignment(topic, topic_id, combined)
         return combined
