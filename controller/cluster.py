@@ -60,7 +60,7 @@ class BrokerServer:
         # What the broker knows from controllers.
         self.controller_epoch = 0
         self.leader_and_isr: dict[tuple, tuple] = {}   # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
-        self.metadata: dict[tuple, tuple] = {}         # UpdateMetadata cache: (topic, p) -> (leader, epoch, isr)
+        self.metadata: dict[tuple, tuple] = {}         # UpdateMetadata cache: (topic, p) -> UpdateMetadataPartition
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                # (api, controller_id, controller_epoch, error)
 
@@ -103,8 +103,8 @@ class BrokerServer:
                     self.leader_and_isr[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
         elif request.api == API_UPDATE_METADATA:
             self.live_brokers = request.live_brokers
-            for p in request.partitions:
-                self.metadata[(p.topic, p.partition)] = (p.leader, p.leader_epoch, p.isr)
+            # The partition state records are shared by every broker of the request, and so are the keys.
+            self.metadata.update(zip(self.cluster._partition_keys(request.partitions), request.partitions))
         elif request.api == API_STOP_REPLICA:
             for p in request.partitions:
                 if p.delete_partition:
@@ -130,6 +130,7 @@ class Cluster:
         self.zk = ZooKeeper(self.clock)
         self.journal = Journal(sink)
         self.brokers: dict[int, BrokerServer] = {}
+        self._keys_cache: tuple | None = None
         self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"),
                                    clock=self.clock, rng=self.store_rng)
         self.admin.create_top_level_paths()
@@ -218,8 +219,24 @@ class Cluster:
         body = tuple((t, p, tuple(isr)) for (t, p), isr in sorted(partitions.items()))
         self._input(at, IsrChangeNotified, broker_id, body)
 
-    def checkpoint(self) -> str:
-        """Record the digest of the whole cluster state; returns it."""
+    def checkpoint(self, view=None) -> str:
+        """Record the digest of the whole cluster state; returns it.
+
+        With ``view`` (a ``statemachines.cluster_view.ClusterView`` folded from every record the
+        journal has emitted so far), a ``ViewSnapshot`` of it is written first, just before the
+        ``StateDigest``: readers of the log (``fold_log``) then start folding there. A view that
+        does not end at the journal's last record raises ValueError and writes nothing.
+        """
+        if view is not None:
+            from events.records import ViewSnapshot
+            from statemachines.cluster_view import snapshot_record_body
+            last = self.journal.next_offset - 1
+            if view.offset != last:
+                raise ValueError(f"checkpoint(view=...): the view was folded up to offset {view.offset}, "
+                                 f"but the journal's last record has offset {last}")
+            body = snapshot_record_body(view)
+            self.journal.set_writer(-1, 0)
+            self.journal.emit(ViewSnapshot, *body)
         digest = self.digest()
         self.journal.set_writer(-1, 0)
         self.journal.emit(StateDigest, digest)
@@ -311,6 +328,15 @@ class Cluster:
                 return steps
             if steps > MAX_SETTLE_STEPS:
                 raise ClusterError("the cluster did not settle: events keep coming")
+
+    def _partition_keys(self, partitions: tuple) -> list[tuple]:
+        """(topic, partition) of each partition record, computed once per request for all its brokers."""
+        cached = self._keys_cache
+        if cached is not None and cached[0] is partitions:
+            return cached[1]
+        keys = [(p.topic, p.partition) for p in partitions]
+        self._keys_cache = (partitions, keys)
+        return keys
 
     def _deliver(self, request: BrokerRequest) -> None:
         server = self.brokers.get(request.broker_id)

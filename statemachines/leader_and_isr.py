@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 from events.records import NO_LEADER, RECOVERED, RECOVERING
 
+_new = tuple.__new__
+
 INITIAL_LEADER_EPOCH = 0
 INITIAL_PARTITION_EPOCH = 0
 RECOVERY_STATE_NAMES = {RECOVERED: "RECOVERED", RECOVERING: "RECOVERING"}
@@ -42,20 +44,21 @@ class LeaderAndIsr(NamedTuple):
     recovery_state: int = RECOVERED
     partition_epoch: int = INITIAL_PARTITION_EPOCH
 
+    # Built directly rather than with _replace, which is several times slower: these run per partition.
     def new_leader(self, leader: int) -> LeaderAndIsr:
-        return self._replace(leader=leader, leader_epoch=self.leader_epoch + 1)
+        return _new(LeaderAndIsr, (leader, self[1] + 1, self[2], self[3], self[4]))
 
     def new_leader_and_isr(self, leader: int, isr: tuple) -> LeaderAndIsr:
-        return self._replace(leader=leader, leader_epoch=self.leader_epoch + 1, isr=tuple(isr))
+        return _new(LeaderAndIsr, (leader, self[1] + 1, tuple(isr), self[3], self[4]))
 
     def new_recovering_leader_and_isr(self, leader: int, isr: tuple) -> LeaderAndIsr:
-        return LeaderAndIsr(leader, self.leader_epoch + 1, tuple(isr), RECOVERING, self.partition_epoch)
+        return _new(LeaderAndIsr, (leader, self[1] + 1, tuple(isr), RECOVERING, self[4]))
 
     def new_epoch(self) -> LeaderAndIsr:
-        return self._replace(leader_epoch=self.leader_epoch + 1)
+        return _new(LeaderAndIsr, (self[0], self[1] + 1, self[2], self[3], self[4]))
 
     def with_partition_epoch(self, partition_epoch: int) -> LeaderAndIsr:
-        return self._replace(partition_epoch=partition_epoch)
+        return _new(LeaderAndIsr, (self[0], self[1], self[2], self[3], partition_epoch))
 
     @property
     def has_leader(self) -> bool:

@@ -66,6 +66,11 @@ def make_cluster(n: int = 0, *, seed: int = 0, **configs) -> Cluster:
     return cluster
 
 
+def metadata_of(partition_state) -> tuple:
+    """(leader, leader_epoch, isr) of an UpdateMetadata partition state a broker cached."""
+    return (partition_state.leader, partition_state.leader_epoch, partition_state.isr)
+
+
 def stop(cluster: Cluster, broker_id: int) -> None:
     """Kafka's ``server.shutdown(); server.awaitShutdown()``: the process goes, and (kill -9 being the only way
     a process stops here) its store session times out, so the controller sees the broker leave."""
@@ -110,7 +115,7 @@ def accepted_metadata(cluster: Cluster, broker_id: int, tp: tuple) -> UpdateMeta
             if broker_id in r.brokers and (r.topic, r.partition) == tp]
     assert sent, f"broker {broker_id} never got metadata for {tp}"
     last = sent[-1]
-    assert cluster.brokers[broker_id].metadata[tp] == (last.leader, last.leader_epoch, last.isr)
+    assert metadata_of(cluster.brokers[broker_id].metadata[tp]) == (last.leader, last.leader_epoch, last.isr)
     return last
 
 
@@ -361,7 +366,7 @@ def test_leader_and_isr_and_update_metadata_reach_the_right_brokers():
     um = [r for r in records(cluster, RequestSent, since=before) if r.api == API_UPDATE_METADATA]
     assert sorted(r.broker_id for r in um) == [0, 1, 2, 3]
     for b in (0, 1, 2, 3):
-        assert cluster.brokers[b].metadata[("t", 0)] == (1, 0, (1, 2))
+        assert metadata_of(cluster.brokers[b].metadata[("t", 0)]) == (1, 0, (1, 2))
         assert cluster.brokers[b].controller_epoch == 1
     assert set(cluster.brokers[1].leader_and_isr) == set(cluster.brokers[2].leader_and_isr) == {("t", 0)}
     assert not cluster.brokers[0].leader_and_isr and not cluster.brokers[3].leader_and_isr
@@ -448,7 +453,7 @@ def test_topic_creation():
     assert [(r.from_state, r.leader, r.leader_epoch, r.isr, r.election) for r in online] == \
         [(NEW_PARTITION, 0, 0, (0,), ELECTION_NEW_PARTITION)]
     assert cluster.brokers[0].leader_and_isr[tp] == (0, 0, (0,), 0)
-    assert cluster.brokers[0].metadata[tp] == (0, 0, (0,))
+    assert metadata_of(cluster.brokers[0].metadata[tp]) == (0, 0, (0,))
 
 
 def test_topic_creation_with_offline_replica():
@@ -471,7 +476,7 @@ def test_topic_partition_expansion():
     cluster.add_partitions("t", assignment={1: [0]})
     assert_partition_state(cluster, ("t", 1), FIRST_CONTROLLER_EPOCH, 0, INITIAL_LEADER_EPOCH)
     # TestUtils.waitForPartitionMetadata
-    assert cluster.brokers[0].metadata[("t", 1)] == (0, 0, (0,))
+    assert metadata_of(cluster.brokers[0].metadata[("t", 1)]) == (0, 0, (0,))
     assert_partition_state(cluster, ("t", 0), FIRST_CONTROLLER_EPOCH, 0, INITIAL_LEADER_EPOCH)
 
 
@@ -484,7 +489,7 @@ def test_topic_partition_expansion_with_offline_replica():
     stop(cluster, other)
     cluster.add_partitions("t", assignment={1: [other, controller_id]})
     assert_partition_state(cluster, ("t", 1), FIRST_CONTROLLER_EPOCH, controller_id, INITIAL_LEADER_EPOCH)
-    assert cluster.brokers[controller_id].metadata[("t", 1)] == (controller_id, 0, (controller_id,))
+    assert metadata_of(cluster.brokers[controller_id].metadata[("t", 1)]) == (controller_id, 0, (controller_id,))
 
 
 def test_topic_creation_with_no_live_replica_waits_for_one():
@@ -716,7 +721,7 @@ def test_idempotent_alter_partition():
     assert [(r.isr, r.partition_epoch, r.reason) for r in updates] == \
         [(new_isr, new_partition_epoch, UPDATE_ALTER_PARTITION)]
     for b in (0, 1):
-        assert cluster.brokers[b].metadata[tp] == (other, old.leader_epoch, new_isr)
+        assert metadata_of(cluster.brokers[b].metadata[tp]) == (other, old.leader_epoch, new_isr)
     assert_fold_agrees(cluster)
 
 
@@ -1223,7 +1228,8 @@ class Invariants:
                 if info is None:
                     continue
                 lai = info.leader_and_isr
-                if server.metadata.get(tp) != (lai.leader, lai.leader_epoch, tuple(lai.isr)):
+                cached = server.metadata.get(tp)
+                if cached is None or metadata_of(cached) != (lai.leader, lai.leader_epoch, tuple(lai.isr)):
                     raise InvariantError(f"broker {b} has metadata {server.metadata.get(tp)} for {tp}, the "
                                          f"controller {lai}")
                 # A replica knows its partition's leader and leader epoch (the ISR it learns from UpdateMetadata
