@@ -31,8 +31,9 @@ from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
     UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
-    IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
+    IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated, ViewSnapshot,
 )
+from statemachines.cluster_view import ClusterView, snapshot_record_body
 from statemachines.leader_and_isr import LeaderAndIsr
 
 _log = structlog.get_logger("kcontroller.cluster")
@@ -128,7 +129,12 @@ class Cluster:
         self.assignment_rng = random.Random(seed)
         self.store_rng = random.Random(seed + 1)
         self.zk = ZooKeeper(self.clock)
-        self.journal = Journal(sink)
+        # Every record is folded into ``view`` too (the cluster as its log tells it; checkpoints
+        # snapshot it), then handed to ``sink``.
+        self.view = ClusterView()
+        self.journal = Journal(self._tee(sink))
+        if sink is None:
+            self.journal.records = self.records  # as a Journal without a sink keeps them
         self.brokers: dict[int, BrokerServer] = {}
         self._keys_cache: tuple | None = None
         self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"),
@@ -141,6 +147,17 @@ class Cluster:
 
     def clock(self) -> int:
         return self.now
+
+    def _tee(self, sink: Callable[[tuple], object] | None) -> Callable[[tuple], object]:
+        apply = self.view.apply
+        if sink is None:
+            self.records: list = []
+            sink = self.records.append
+
+        def tee(record: tuple) -> None:
+            apply(record)
+            sink(record)
+        return tee
 
     # --- actions ---------------------------------------------------------------------------------
     def start_broker(self, broker_id: int, *, host: str | None = None, port: int = 9092, rack: str | None = None,
@@ -219,26 +236,14 @@ class Cluster:
         body = tuple((t, p, tuple(isr)) for (t, p), isr in sorted(partitions.items()))
         self._input(at, IsrChangeNotified, broker_id, body)
 
-    def checkpoint(self, view=None) -> str:
-        """Record the digest of the whole cluster state; returns it.
-
-        With ``view`` (a ``statemachines.cluster_view.ClusterView`` folded from every record the
-        journal has emitted so far), a ``ViewSnapshot`` of it is written first, just before the
-        ``StateDigest``: readers of the log (``fold_log``) then start folding there. A view that
-        does not end at the journal's last record raises ValueError and writes nothing.
-        """
-        if view is not None:
-            from events.records import ViewSnapshot
-            from statemachines.cluster_view import snapshot_record_body
-            last = self.journal.next_offset - 1
-            if view.offset != last:
-                raise ValueError(f"checkpoint(view=...): the view was folded up to offset {view.offset}, "
-                                 f"but the journal's last record has offset {last}")
-            body = snapshot_record_body(view)
-            self.journal.set_writer(-1, 0)
-            self.journal.emit(ViewSnapshot, *body)
-        digest = self.digest()
+    def checkpoint(self, snapshot: bool = True) -> str:
+        """Record the digest of the whole cluster state (a StateDigest), preceded, with ``snapshot``, by
+        a ViewSnapshot of the cluster view folded from every record so far: readers of the log
+        (``fold_log``, ``kcontroller describe``) start folding there. Returns the digest."""
         self.journal.set_writer(-1, 0)
+        if snapshot:
+            self.journal.emit(ViewSnapshot, *snapshot_record_body(self.view))
+        digest = self.digest()
         self.journal.emit(StateDigest, digest)
         return digest
 

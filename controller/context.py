@@ -171,6 +171,15 @@ class ControllerContext:
             for tp in [tp for tp in s if tp[0] == topic]:
                 s.discard(tp)
 
+    def _writable(self, topic: str, p: int) -> TopicState:
+        """The topic's columns, created and grown so that partition ``p`` exists."""
+        ts = self.topics.get(topic)
+        if ts is None:
+            ts = self.topics[topic] = TopicState(topic)
+        if p >= len(ts.replicas):
+            ts.extend_to(p + 1)
+        return ts
+
     def partition_replica_assignment(self, tp: tuple) -> tuple:
         """RS of the partition, () if unknown."""
         ts = self.topics.get(tp[0])
@@ -188,13 +197,9 @@ class ControllerContext:
     def update_partition_full_replica_assignment(self, tp: tuple, assignment: ReplicaAssignment) -> None:
         topic, p = tp
         ts = self.topics.get(topic)
-        if ts is None:
-            ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts.replicas):
-            ts.extend_to(p + 1)
-            had_preferred = True  # an unknown partition counts as balanced
-        else:
-            had_preferred = self._has_preferred_leader(ts, p)
+        # An unknown partition counts as balanced.
+        had_preferred = ts is None or p >= len(ts.replicas) or self._has_preferred_leader(ts, p)
+        ts = self._writable(topic, p)
         ts.replicas[p] = self.intern(assignment.replicas)
         for column, values in ((ts.adding, assignment.adding_replicas), (ts.removing, assignment.removing_replicas)):
             if values:
@@ -259,11 +264,7 @@ class ControllerContext:
 
     def put_partition_state(self, tp: tuple, state: int) -> None:
         topic, p = tp
-        ts = self.topics.get(topic)
-        if ts is None:
-            ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts.replicas):
-            ts.extend_to(p + 1)
+        ts = self._writable(topic, p)
         old = ts.pstate[p]
         ts.pstate[p] = state
         if topic not in self.topics_with_deletion_started:
@@ -312,11 +313,7 @@ class ControllerContext:
 
     def put_replica_state(self, replica: tuple, state: int) -> None:
         topic, p, r = replica
-        ts = self.topics.get(topic)
-        if ts is None:
-            ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts.replicas):
-            ts.extend_to(p + 1)
+        ts = self._writable(topic, p)
         rids = ts.rids[p]
         if r in rids:
             ts.rstates[p][rids.index(r)] = state
@@ -438,11 +435,7 @@ class ControllerContext:
 
     def put_partition_leadership_info(self, tp: tuple, info: LeaderIsrAndControllerEpoch) -> None:
         topic, p = tp
-        ts = self.topics.get(topic)
-        if ts is None:
-            ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts.replicas):
-            ts.extend_to(p + 1)
+        ts = self._writable(topic, p)
         had_preferred = self._has_preferred_leader(ts, p)
         lai = info.leader_and_isr
         ts.leader[p] = lai.leader

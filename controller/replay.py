@@ -17,7 +17,9 @@ import msgpack
 from events.log import LogReader
 
 from controller.cluster import Cluster, ClusterError
-from events.records import ClusterCreated, StateDigest
+from events.records import ClusterCreated, StateDigest, ViewSnapshot
+
+_CHECKPOINT = (ViewSnapshot, StateDigest)
 
 
 @dataclass
@@ -71,16 +73,16 @@ class _Comparator:
         return self._ahead[0]
 
     def next_driver(self):
-        """The next record the replay must act on (an input or a StateDigest), reading ahead over the
-        outputs before it: those are written while that input is carried out (e.g. session
-        expiries while its time passes)."""
+        """The next record the replay must act on (an input, or a checkpoint's ViewSnapshot or
+        StateDigest), reading ahead over the outputs before it: those are written while that
+        input is carried out (e.g. session expiries while its time passes)."""
         for rec in self._ahead:
-            if rec is None or rec.is_input or type(rec) is StateDigest:
+            if rec is None or rec.is_input or type(rec) in _CHECKPOINT:
                 return rec
         while True:
             rec = next(self._expected, None)
             self._ahead.append(rec)
-            if rec is None or rec.is_input or type(rec) is StateDigest:
+            if rec is None or rec.is_input or type(rec) in _CHECKPOINT:
                 return rec
 
     def __call__(self, rec) -> None:
@@ -112,7 +114,7 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
                 cluster.apply(driver)
                 inputs += 1
             else:
-                cluster.checkpoint()
+                cluster.checkpoint(snapshot=type(driver) is ViewSnapshot)
             if cmp.peek() is driver:  # the driver itself was not written where the log has it
                 return ReplayResult(cmp.compared, inputs, Divergence(driver.offset, driver, None), None)
     except _Diverged as d:

@@ -502,6 +502,20 @@ class StateDigest(NamedTuple):
     digest: str
 
 
+class ViewSnapshot(NamedTuple):
+    """The folded cluster view (``statemachines.cluster_view.ClusterView``) after every record before this one,
+    so that a reader can start folding here instead of at offset 0. ``state`` is the msgpack payload of
+    ``ClusterView.to_snapshot()`` (layout: docs/event-log-format.md)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    state: bytes
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -529,6 +543,7 @@ KINDS: dict[int, type] = {
     49: ControllerResigned,
     50: LiveBrokersChanged,
     51: StateDigest,
+    52: ViewSnapshot,
 }
 
 for _code, _cls in KINDS.items():
@@ -547,4 +562,4 @@ Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
-          | LiveBrokersChanged | StateDigest)
+          | LiveBrokersChanged | StateDigest | ViewSnapshot)

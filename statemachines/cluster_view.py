@@ -31,6 +31,9 @@ What each record kind means here:
   partition that exists.
 - ``TopicCreated`` and topic ``ConfigChanged`` inputs give the topic config overrides printed
   as ``Configs:``. Partitions appear only when the controller transitions them.
+- ``ViewSnapshot`` holds the whole view as it was after the records before it
+  (:meth:`ClusterView.to_snapshot`); folding one changes nothing but the offset.
+  :func:`fold_log` uses the latest one at or before its bound as its starting point.
 - Everything else (requests, failures, other inputs) is ignored.
 
 :meth:`ClusterView.describe_lines` prints the layout of Kafka 3.7's ``kafka-topics.sh
@@ -58,21 +61,26 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 
-from events.log import LogReader
+import msgpack
+
+from events.log import Batch, LogReader
 from events.records import (
     NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
-    LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaTransition, TopicCreated,
+    LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaTransition, TopicCreated, ViewSnapshot,
 )
 from statemachines.states import (
     NEW_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION, ONLINE_PARTITION, ONLINE_REPLICA,
     PARTITION_BY_BYTE, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
 )
 
-__all__ = ["ClusterView", "PartitionView", "fold", "fold_log"]
+__all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_body"]
+
+SNAPSHOT_FORMAT = 1  # element 0 of a ViewSnapshot's state array
 
 
 @dataclass(slots=True)
@@ -222,6 +230,66 @@ class ClusterView:
                 if not partitions:
                     del self.replica_states[rec.topic]
 
+    # --- snapshots ---------------------------------------------------------------------------
+    def to_snapshot(self) -> bytes:
+        """The whole view as msgpack positional arrays (layout: docs/event-log-format.md, ViewSnapshot).
+
+        Maps are written as arrays of pairs in the view's own order, so that
+        :meth:`from_snapshot` rebuilds an identical view, iteration order included.
+        """
+        pending = self._failover_pending
+        state = [
+            SNAPSHOT_FORMAT,
+            self.offset,
+            self.timestamp_ms,
+            None if self.controller is None else list(self.controller),
+            self.latest_epoch,
+            sorted(self.known_brokers),
+            [[b, e] for b, e in self.registered_brokers.items()],
+            sorted(self.shutting_down),
+            None if pending is None else list(pending),
+            [[topic, [[p, pv.state, pv.replicas, pv.leader, pv.leader_epoch, pv.isr, pv.partition_epoch,
+                       pv.recovery_state] for p, pv in parts.items()]]
+             for topic, parts in self.topics.items()],
+            [[topic, [[p, [[r, st] for r, st in replicas.items()]] for p, replicas in parts.items()]]
+             for topic, parts in self.replica_states.items()],
+            [[topic, [[k, v] for k, v in configs.items()]] for topic, configs in self.topic_configs.items()],
+            [[topic, [[p, replicas] for p, replicas in parts.items()]] for topic, parts in self.assignments.items()],
+        ]
+        return msgpack.packb(state, use_bin_type=True)
+
+    @classmethod
+    def from_snapshot(cls, data: bytes) -> ClusterView:
+        """The view :meth:`to_snapshot` wrote; ValueError if ``data`` is not such a snapshot."""
+        try:
+            state = msgpack.unpackb(data, use_list=False, raw=False)
+        except Exception as exc:  # msgpack raises several unrelated types
+            raise ValueError(f"view snapshot is not valid msgpack: {exc}") from exc
+        if not isinstance(state, tuple) or not state or state[0] != SNAPSHOT_FORMAT:
+            found = state[0] if isinstance(state, tuple) and state else state
+            raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows {SNAPSHOT_FORMAT}")
+        if len(state) != 13:
+            raise ValueError(f"view snapshot has {len(state)} fields, expected 13")
+        view = cls()
+        try:
+            (_, view.offset, view.timestamp_ms, controller, view.latest_epoch, known, registered, shutting_down,
+             pending, topics, replica_states, topic_configs, assignments) = state
+            view.controller = None if controller is None else (controller[0], controller[1])
+            view.known_brokers = set(known)
+            view.registered_brokers = {b: e for b, e in registered}
+            view.shutting_down = frozenset(shutting_down)
+            view._failover_pending = None if pending is None else (pending[0], pending[1])
+            view.topics = {topic: {p: PartitionView(st, replicas, leader, leader_epoch, isr, pe, rs)
+                                   for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
+                           for topic, parts in topics}
+            view.replica_states = {topic: {p: dict(replicas) for p, replicas in parts}
+                                   for topic, parts in replica_states}
+            view.topic_configs = {topic: dict(configs) for topic, configs in topic_configs}
+            view.assignments = {topic: dict(parts) for topic, parts in assignments}
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"view snapshot does not have the ViewSnapshot layout: {exc}") from exc
+        return view
+
     # --- reading -----------------------------------------------------------------------------
     def is_live(self, broker_id: int) -> bool:
         return broker_id in self.registered_brokers and broker_id not in self.shutting_down
@@ -309,18 +377,126 @@ def fold(records: Iterable[tuple], *, at_offset: int | None = None, at_time: int
     return view
 
 
+def snapshot_record_body(view: ClusterView) -> tuple:
+    """The body of the ViewSnapshot record of ``view`` (``journal.emit(ViewSnapshot, *body)``)."""
+    return (view.to_snapshot(),)
+
+
+def _int_encodings(n: int) -> list[bytes]:
+    """Every msgpack encoding of the small non-negative int ``n`` (fixint and all fixed widths)."""
+    return [bytes([n])] + [bytes([tag]) + n.to_bytes(width, "big")
+                           for tag, width in ((0xCC, 1), (0xCD, 2), (0xCE, 4), (0xCF, 8),
+                                              (0xD0, 1), (0xD1, 2), (0xD2, 4), (0xD3, 8))]
+
+
+def _any_of(options: list[bytes]) -> bytes:
+    return b"(?:" + b"|".join(re.escape(o) for o in options) + b")"
+
+
+# How every ViewSnapshot record starts in a payload, whichever msgpack widths the writer chose: an
+# array of 8 fields, kind 52, version 1. A payload without this byte sequence holds no snapshot; one
+# with it may (a string or an 8-replica list can hold the same bytes): it is decoded to find out.
+_SNAPSHOT_START = re.compile(
+    _any_of([bytes([0x90 + len(ViewSnapshot._fields)]), b"\xdc" + len(ViewSnapshot._fields).to_bytes(2, "big"),
+             b"\xdd" + len(ViewSnapshot._fields).to_bytes(4, "big")])
+    + _any_of(_int_encodings(ViewSnapshot.KIND)) + _any_of(_int_encodings(ViewSnapshot.VERSION)))
+
+
+def _past(batch: Batch, at_offset: int | None, at_time: int | None) -> bool:
+    """Whether the batch's first record is already past a bound (from its header alone)."""
+    return (at_offset is not None and batch.base_offset > at_offset) or \
+        (at_time is not None and batch.first_timestamp_ms > at_time)
+
+
+def _latest_snapshot(reader: LogReader, at_offset: int | None, at_time: int | None,
+                     decoded: dict[int, list]) -> tuple[ClusterView, list, int] | None:
+    """The view at the latest usable ViewSnapshot within the bounds, the records after it in its batch
+    and the offset after that batch; None if there is no such snapshot.
+
+    One pass over the batches up to the bound (checksums and a byte search, no decoding) finds the
+    batches that may hold a snapshot; then only those are decoded, latest first, until one does.
+    The first batch decoded is left in ``decoded`` (base offset -> records) for the tail to reuse:
+    it is the one the bound falls in when that batch holds a later snapshot.
+    """
+    candidates: list[int] = []   # base offsets of batches that may hold a snapshot
+    last: Batch | None = None    # the latest of them, kept to avoid reading it twice
+    with closing(reader.iter_batches()) as batches:
+        for batch in batches:
+            if _past(batch, at_offset, at_time):
+                break
+            if _SNAPSHOT_START.search(batch.payload):
+                candidates.append(batch.base_offset)
+                last = batch
+            if (at_offset is not None and batch.end_offset - 1 > at_offset) or \
+                    (at_time is not None and batch.last_timestamp_ms > at_time):
+                break  # the bound falls inside this batch: nothing after it counts
+    for base in reversed(candidates):
+        batch = last if base == last.base_offset else _batch_at(reader, base)
+        records = batch.records()
+        if not decoded:
+            decoded[base] = records
+        found = _snapshot_in(records, at_offset, at_time)
+        if found is not None:
+            i, view = found
+            view.apply(records[i])  # the snapshot record itself: only offset and timestamp change
+            return view, records[i + 1:], batch.end_offset
+    return None
+
+
+def _batch_at(reader: LogReader, base_offset: int) -> Batch:
+    with closing(reader.iter_batches(base_offset)) as batches:
+        for batch in batches:
+            if batch.base_offset == base_offset:
+                return batch
+    raise AssertionError(f"batch at offset {base_offset} vanished")  # the log is append-only
+
+
+def _snapshot_in(records: list, at_offset: int | None, at_time: int | None) -> tuple[int, ClusterView] | None:
+    """(index, restored view) of the latest usable ViewSnapshot among ``records`` before the first one
+    past a bound. A snapshot whose view does not end at the record just before it is not usable (it
+    does not describe this log) and is passed over."""
+    found = []
+    for i, record in enumerate(records):
+        if (at_offset is not None and record.offset > at_offset) or \
+                (at_time is not None and record.timestamp_ms > at_time):
+            break
+        if type(record) is ViewSnapshot:
+            found.append(i)
+    for i in reversed(found):
+        view = ClusterView.from_snapshot(records[i].state)
+        if view.offset == records[i].offset - 1:
+            return i, view
+    return None
+
+
 def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:
-    """:func:`fold` over a log directory, one batch in memory at a time.
+    """:func:`fold` over a log directory, one batch (two while starting) in memory at a time.
+
+    The fold starts from the latest ViewSnapshot record at or before the bounds (found without
+    decoding batches that cannot hold one, see :func:`_latest_snapshot`), or from the start of the
+    log if there is none; the result is the same either way. Timestamps are taken to never decrease
+    along the log (the journal's clock never goes back).
 
     A batch whose header puts its first record past a bound (base offset, first timestamp)
     ends the fold without being decoded; nothing after it is read.
     """
-    view = ClusterView()
-    with closing(LogReader(log_dir).iter_batches()) as batches:
+    reader = LogReader(log_dir)
+    start = 0
+    decoded: dict[int, list] = {}
+    found = _latest_snapshot(reader, at_offset, at_time, decoded)
+    if found is None:
+        view = ClusterView()
+    else:
+        view, rest, start = found
+        if not view.apply_until(rest, at_offset, at_time):
+            return view
+    with closing(reader.iter_batches(start)) as batches:
         for batch in batches:
-            if (at_offset is not None and batch.base_offset > at_offset) or \
-                    (at_time is not None and batch.first_timestamp_ms > at_time):
+            if _past(batch, at_offset, at_time):
                 break
-            if not view.apply_until(batch.records(), at_offset, at_time):
+            records = decoded.pop(batch.base_offset, None) or batch.records()
+            if batch.base_offset < start:
+                records = records[start - batch.base_offset:]
+            if not view.apply_until(records, at_offset, at_time):
                 break
     return view

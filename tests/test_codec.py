@@ -19,7 +19,8 @@ SPECIAL = {
     ("TopicCreated", "configs"): st.lists(st.tuples(text, text), max_size=4).map(tuple),
     ("PartitionsAdded", "assignment"): st.lists(st.tuples(small, ids), max_size=4).map(tuple),
 }
-BY_ANNOTATION = {"int": ints, "str": text, "bool": st.booleans(), "tuple": ids, "str | None": st.none() | text}
+BY_ANNOTATION = {"int": ints, "str": text, "bool": st.booleans(), "tuple": ids, "str | None": st.none() | text,
+                 "bytes": st.binary(max_size=64)}
 
 
 def _annotation(cls, field: str) -> str:

@@ -1,0 +1,301 @@
+"""ViewSnapshot records: ClusterView.to_snapshot/from_snapshot, Cluster.checkpoint(), and
+fold_log starting from the latest snapshot at or before its bound."""
+from __future__ import annotations
+
+import dataclasses
+
+import msgpack
+import pytest
+
+from controller.cluster import Cluster
+from events.log import FsyncPolicy, LogReader, LogWriter
+from events.records import (
+    BrokerStarted, ControllerElected, LiveBrokersChanged, StateDigest, TopicCreated, ViewSnapshot,
+)
+from events.segment import Batch
+from statemachines.cluster_view import ClusterView, PartitionView, fold, fold_log, snapshot_record_body
+
+
+def full_state(view: ClusterView) -> dict:
+    """Every attribute of the view, with types, and dicts as ordered item lists (iteration order counts)."""
+    def walk(x):
+        if isinstance(x, dict):
+            return ("dict", [(walk(k), walk(v)) for k, v in x.items()])
+        if isinstance(x, (set, frozenset)):
+            return (type(x).__name__, sorted(x))
+        if isinstance(x, PartitionView):
+            return ("PartitionView", [walk(getattr(x, f.name)) for f in dataclasses.fields(x)])
+        if isinstance(x, (tuple, list)):
+            return (type(x).__name__, [walk(i) for i in x])
+        return (type(x).__name__, x)
+    return {name: walk(value) for name, value in vars(view).items()}
+
+
+def round_trip(view: ClusterView) -> ClusterView:
+    return ClusterView.from_snapshot(view.to_snapshot())
+
+
+# --- a real run --------------------------------------------------------------------------------------
+
+def run(sink, checkpoint_views: bool = True) -> list:
+    """A cluster run with checkpoints (with view snapshots) at several points; returns every record."""
+    records: list = []
+
+    def tee(record):
+        records.append(record)
+        if sink is not None:
+            sink(record)
+
+    cluster = Cluster(sink=tee, seed=7)
+
+    def checkpoint():
+        cluster.checkpoint(snapshot=checkpoint_views)
+
+    cluster.start_brokers(range(4), at=100)
+    cluster.create_topic("orders", 3, 2, at=1000)
+    cluster.create_topic("audit", 2, 3, configs={"cleanup.policy": "compact"}, at=1100)
+    checkpoint()
+    cluster.kill_broker(1, at=5000)
+    cluster.advance_to(30_000)
+    checkpoint()
+    cluster.set_config("topic", "orders", "retention.ms", 1000, at=31_000)
+    cluster.add_partitions("orders", 5, at=32_000)
+    checkpoint()
+    checkpoint()  # two snapshots back to back
+    cluster.kill_broker(cluster.controller_id, at=40_000)
+    cluster.advance_to(70_000)
+    checkpoint()
+    cluster.start_broker(1, at=80_000)
+    cluster.expire_session(2, at=90_000)
+    cluster.advance_to(120_000)
+    checkpoint()
+    cluster.create_topic("late", 1, 1, at=130_000)
+    cluster.advance_to(140_000)
+    return records
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    """(log directory, records) of the run, written in small batches over several segments."""
+    log = tmp_path_factory.mktemp("snapshots") / "log"
+    with LogWriter(log, fsync=FsyncPolicy.none(), batch_records=16, segment_bytes=4096) as writer:
+        records = run(writer.append)
+    return log, records
+
+
+@pytest.fixture
+def decodes(monkeypatch):
+    """Base offsets of the batches whose payloads were decoded."""
+    seen = []
+    real = Batch.records
+
+    def counting(batch):
+        seen.append(batch.base_offset)
+        return real(batch)
+
+    monkeypatch.setattr(Batch, "records", counting)
+    return seen
+
+
+def snapshots(records) -> list:
+    return [r for r in records if type(r) is ViewSnapshot]
+
+
+def test_the_run_writes_snapshots_just_before_digests(logged):
+    log, records = logged
+    assert list(LogReader(log).records()) == records
+    snaps = snapshots(records)
+    assert len(snaps) == 6
+    assert len(LogReader(log).segments()) > 3
+    for snap in snaps:
+        assert type(records[snap.offset + 1]) is StateDigest
+        assert (snap.controller_id, snap.controller_epoch) == (-1, 0)
+        restored = ClusterView.from_snapshot(snap.state)
+        assert full_state(restored) == full_state(fold(records, at_offset=snap.offset - 1))
+    # The run covers what the view holds: a failover, topic configs, dead brokers, several topics.
+    final = fold(records)
+    assert final.latest_epoch >= 2 and final.topic_configs["orders"] == {"retention.ms": "1000"}
+    assert len(final.topics) == 3 and len(final.known_brokers) == 4
+
+
+def test_round_trip_after_every_record_of_a_run(logged):
+    _, records = logged
+    view = ClusterView()
+    pending_seen = False
+    assert full_state(round_trip(view)) == full_state(view)
+    for record in records:
+        view.apply(record)
+        pending_seen |= view._failover_pending is not None
+        assert full_state(round_trip(view)) == full_state(view), record.offset
+    assert pending_seen  # the failover marker went through a round trip too
+    assert round_trip(view).digest() == view.digest()
+
+
+def test_round_trip_of_shutting_down_brokers_and_no_controller():
+    view = ClusterView()
+    for i, rec in enumerate([
+        BrokerStarted.make(offset=0, broker_id=5, host="h", port=1, rack=None),
+        ControllerElected.make(offset=1, controller_id=5, controller_epoch=3, epoch_zk_version=3),
+        LiveBrokersChanged.make(offset=2, controller_id=5, controller_epoch=3, timestamp_ms=9,
+                                live_brokers=((5, 100), (6, 101)), shutting_down=(6,)),
+        TopicCreated.make(offset=3, topic="t", assignment=((5, 6), (6, 5)), configs=(("a", "b"),)),
+    ]):
+        view.apply(rec)
+    assert full_state(round_trip(view)) == full_state(view)
+    restored = round_trip(view)
+    assert restored.shutting_down == frozenset({6}) and restored.controller == (5, 3)
+    assert restored.assignments == {"t": {0: (5, 6), 1: (6, 5)}}
+    view.controller = None
+    assert round_trip(view).controller is None
+
+
+def test_from_snapshot_rejects_other_data():
+    with pytest.raises(ValueError, match="format"):
+        ClusterView.from_snapshot(msgpack.packb([2]))
+    with pytest.raises(ValueError, match="fields"):
+        ClusterView.from_snapshot(msgpack.packb([1, 2, 3]))
+    with pytest.raises(ValueError):
+        ClusterView.from_snapshot(b"\xc1")
+    bad = list(msgpack.unpackb(ClusterView().to_snapshot()))
+    bad[9] = [["t", [[0, 1]]]]  # a partition with 2 fields
+    with pytest.raises(ValueError, match="layout"):
+        ClusterView.from_snapshot(msgpack.packb(bad))
+
+
+def test_snapshot_record_body():
+    view = fold([BrokerStarted.make(offset=0, broker_id=1, host="h", port=1, rack=None)])
+    assert snapshot_record_body(view) == (view.to_snapshot(),)
+
+
+def test_folding_a_snapshot_changes_nothing_but_the_offset(logged):
+    _, records = logged
+    for snap in snapshots(records):
+        before = fold(records, at_offset=snap.offset - 1)
+        after = fold(records, at_offset=snap.offset)
+        before_state, after_state = full_state(before), full_state(after)
+        assert after.offset == snap.offset and after.timestamp_ms == snap.timestamp_ms
+        for name in ("offset", "timestamp_ms"):
+            del before_state[name], after_state[name]
+        assert before_state == after_state
+
+
+# --- checkpoint ---------------------------------------------------------------------------------------
+
+def test_checkpoint_snapshots_the_view_of_every_record_so_far():
+    cluster = Cluster(seed=1)
+    cluster.start_brokers(range(3), at=10)
+    cluster.create_topic("t", 2, 2, at=20)
+    view = fold(cluster.journal.records)
+    assert full_state(cluster.view) == full_state(view)    # the cluster folds its own records as it goes
+    digest = cluster.checkpoint()
+    snap, last = cluster.journal.records[-2:]
+    assert type(snap) is ViewSnapshot and snap.offset == view.offset + 1
+    assert type(last) is StateDigest and last.digest == digest
+    assert full_state(ClusterView.from_snapshot(snap.state)) == full_state(view)
+
+
+def test_checkpoint_without_a_snapshot_writes_only_the_digest():
+    cluster = Cluster(seed=1)
+    cluster.start_brokers(range(2), at=10)
+    n = len(cluster.journal.records)
+    cluster.checkpoint(snapshot=False)
+    assert [type(r) for r in cluster.journal.records[n:]] == [StateDigest]
+
+
+def test_a_log_with_snapshots_replays(logged):
+    from controller.replay import replay_records
+    _, records = logged
+    assert sum(type(r) is ViewSnapshot for r in records) >= 2
+    result = replay_records(records)
+    assert result.ok, result.divergence
+
+
+def test_runs_with_and_without_view_snapshots_differ_only_by_the_snapshots(logged):
+    _, with_views = logged
+    without: list = []
+    run(without.append, checkpoint_views=False)
+    kept = [r for r in with_views if type(r) is not ViewSnapshot]
+    assert len(kept) == len(without)
+    def unplaced(r):  # all but offset and cause_offset, which the snapshots shift
+        return r[:2] + r[3:6] + r[7:]
+    assert list(map(unplaced, kept)) == list(map(unplaced, without))
+
+
+# --- fold_log from snapshots ---------------------------------------------------------------------------
+
+def test_fold_log_equals_fold_at_every_offset(logged):
+    log, records = logged
+    for at in [-1, *range(0, len(records) + 2)]:
+        assert full_state(fold_log(log, at_offset=at)) == full_state(fold(records, at_offset=at)), at
+    assert full_state(fold_log(log)) == full_state(fold(records))
+
+
+def test_fold_log_equals_fold_at_times_around_each_snapshot(logged):
+    log, records = logged
+    times = {-1, 0, 10**12}
+    for r in records:
+        times.update((r.timestamp_ms - 1, r.timestamp_ms, r.timestamp_ms + 1))
+    for t in sorted(times):
+        assert full_state(fold_log(log, at_time=t)) == full_state(fold(records, at_time=t)), t
+    for snap in snapshots(records):
+        for at in (snap.offset - 1, snap.offset, snap.offset + 1):
+            for t in (snap.timestamp_ms - 1, snap.timestamp_ms):
+                assert full_state(fold_log(log, at_offset=at, at_time=t)) == \
+                    full_state(fold(records, at_offset=at, at_time=t)), (at, t)
+
+
+def test_fold_log_decodes_only_the_snapshot_batch_and_the_tail(logged, decodes):
+    log, records = logged
+    batches = [(b.base_offset, b.end_offset) for b in LogReader(log).iter_batches()]
+    snaps = [s.offset for s in snapshots(records)]
+
+    def batch_of(offset):
+        return next(base for base, stop in batches if base <= offset < stop)
+
+    for at in range(len(records) + 1):
+        decodes.clear()
+        fold_log(log, at_offset=at)
+        usable = [s for s in snaps if s <= at]
+        first = batch_of(usable[-1]) if usable else 0
+        last = batch_of(min(at, len(records) - 1))
+        assert sorted(decodes) == [base for base, _ in batches if first <= base <= last], at
+        assert len(set(decodes)) == len(decodes), at  # no batch decoded twice
+    decodes.clear()
+    fold_log(log)
+    assert len(decodes) == len(batches) - batches.index(next(b for b in batches if b[0] == batch_of(snaps[-1])))
+    assert len(decodes) < len(batches) / 5
+
+
+def test_fold_log_before_the_first_snapshot_decodes_from_the_start(logged, decodes):
+    log, records = logged
+    first = snapshots(records)[0].offset
+    fold_log(log, at_offset=first - 1)
+    assert sorted(decodes) == list(range(0, decodes[0] + 1, 16))  # the bound's batch, holding the snapshot, once
+
+
+def test_fold_log_passes_over_a_snapshot_of_another_point(tmp_path, logged):
+    """A ViewSnapshot whose view does not end just before it (a bad checkpoint) is not used."""
+    _, records = logged
+    snaps = snapshots(records)
+    wrong = fold(records, at_offset=10).to_snapshot()
+    bad = [r._replace(state=wrong) if r.offset == snaps[-1].offset else r for r in records]
+    log = tmp_path / "log"
+    with LogWriter(log, fsync=FsyncPolicy.none(), batch_records=16) as writer:
+        writer.append_many(bad)
+    assert full_state(fold_log(log)) == full_state(fold(records))
+    assert full_state(fold_log(log, at_offset=snaps[-1].offset)) == \
+        full_state(fold(records, at_offset=snaps[-1].offset))
+
+
+def test_fold_log_survives_false_candidates(tmp_path, logged):
+    """A payload holding the snapshot's first bytes inside a string is decoded, found empty, and skipped."""
+    _, records = logged
+    log = tmp_path / "log"
+    # An 8-replica assignment starting with brokers 52, 1 encodes like the start of a ViewSnapshot.
+    fake = TopicCreated.make(offset=len(records), timestamp_ms=records[-1].timestamp_ms, topic="wide",
+                             assignment=((52, 1, 2, 3, 4, 5, 6, 7),), configs=())
+    assert b"\x98\x34\x01" in msgpack.packb(fake)
+    all_records = records + [fake]
+    with LogWriter(log, fsync=FsyncPolicy.none(), batch_records=16) as writer:
+        writer.append_many(all_records)
+    assert full_state(fold_log(log)) == full_state(fold(all_records))
