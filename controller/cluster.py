@@ -61,9 +61,20 @@ class BrokerServer:
         # What the broker knows from controllers.
         self.controller_epoch = 0
         self.leader_and_isr: dict[tuple, tuple] = {}   # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
-        self.metadata: dict[tuple, tuple] = {}         # UpdateMetadata cache: (topic, p) -> UpdateMetadataPartition
+        self._metadata: dict[tuple, tuple] = {}        # UpdateMetadata cache: (topic, p) -> UpdateMetadataPartition
+        self._pending_metadata: list[tuple] = []        # UpdateMetadata partition records not merged yet
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                # (api, controller_id, controller_epoch, error)
+
+    @property
+    def metadata(self) -> dict[tuple, tuple]:
+        """The broker's metadata cache: (topic, partition) -> the UpdateMetadataPartition it holds."""
+        if self._pending_metadata:
+            keys = self.cluster._partition_keys
+            for partitions in self._pending_metadata:
+                self._metadata.update(zip(keys(partitions), partitions))
+            self._pending_metadata.clear()
+        return self._metadata
 
     def start(self) -> None:
         c = self.cluster
@@ -104,8 +115,9 @@ class BrokerServer:
                     self.leader_and_isr[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
         elif request.api == API_UPDATE_METADATA:
             self.live_brokers = request.live_brokers
-            # The partition state records are shared by every broker of the request, and so are the keys.
-            self.metadata.update(zip(self.cluster._partition_keys(request.partitions), request.partitions))
+            if request.partitions:
+                # Merged into the cache when someone reads it: the records are shared by every broker.
+                self._pending_metadata.append(request.partitions)
         elif request.api == API_STOP_REPLICA:
             for p in request.partitions:
                 if p.delete_partition:
@@ -136,7 +148,7 @@ class Cluster:
         if sink is None:
             self.journal.records = self.records  # as a Journal without a sink keeps them
         self.brokers: dict[int, BrokerServer] = {}
-        self._keys_cache: tuple | None = None
+        self._keys_cache: dict[int, tuple] = {}
         self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"),
                                    clock=self.clock, rng=self.store_rng)
         self.admin.create_top_level_paths()
@@ -336,12 +348,12 @@ class Cluster:
 
     def _partition_keys(self, partitions: tuple) -> list[tuple]:
         """(topic, partition) of each partition record, computed once per request for all its brokers."""
-        cached = self._keys_cache
-        if cached is not None and cached[0] is partitions:
-            return cached[1]
-        keys = [(p.topic, p.partition) for p in partitions]
-        self._keys_cache = (partitions, keys)
-        return keys
+        keys = self._keys_cache.get(id(partitions))
+        if keys is None or keys[0] is not partitions:
+            keys = self._keys_cache[id(partitions)] = (partitions, [(p.topic, p.partition) for p in partitions])
+            if len(self._keys_cache) > 64:
+                self._keys_cache.pop(next(iter(self._keys_cache)))
+        return keys[1]
 
     def _deliver(self, request: BrokerRequest) -> None:
         server = self.brokers.get(request.broker_id)

@@ -119,14 +119,14 @@ class ClusterView:
     # --- folding -----------------------------------------------------------------------------
     def apply(self, record: tuple) -> None:
         """Fold one record (an ``events.records`` object) into the view."""
+        # Positional access (kind, offset, controller id and epoch, time): this runs for every record.
         handler = _HANDLERS.get(record[0])
-        if handler is not None:
-            if record[0] in _STATE_KINDS and 0 <= record.controller_id and record.controller_epoch < self.latest_epoch:
-                pass  # a deposed (zombie) controller's in-memory changes: not the cluster's state
-            else:
-                handler(self, record)
-        self.offset = record.offset
-        self.timestamp_ms = record.timestamp_ms
+        if handler is not None and not (record[0] in _STATE_KINDS and record[3] >= 0
+                                        and record[4] < self.latest_epoch):
+            # (a deposed, zombie controller's in-memory changes are not the cluster's state)
+            handler(self, record)
+        self.offset = record[2]
+        self.timestamp_ms = record[5]
 
     def apply_until(self, records: Iterable[tuple], at_offset: int | None = None,
                     at_time: int | None = None) -> bool:
