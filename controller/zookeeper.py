@@ -48,35 +48,12 @@ _INTERN_MAX_ENTRIES = 1 << 16
 
 
 # --- errors -----------------------------------------------------------------------------------------
-_MESSAGES = {
-    "OK": "ok", "SYSTEMERROR": "SystemError", "RUNTIMEINCONSISTENCY": "RuntimeInconsistency",
-    "CONNECTIONLOSS": "ConnectionLoss", "BADARGUMENTS": "BadArguments", "NONODE": "NoNode",
-    "BADVERSION": "BadVersion", "NOCHILDRENFOREPHEMERALS": "NoChildrenForEphemerals", "NODEEXISTS": "NodeExists",
-    "NOTEMPTY": "Directory not empty", "SESSIONEXPIRED": "Session expired",
-}
-_CLASSES = {
-    "SYSTEMERROR": "SystemErrorException", "RUNTIMEINCONSISTENCY": "RuntimeInconsistencyException",
-    "CONNECTIONLOSS": "ConnectionLossException", "BADARGUMENTS": "BadArgumentsException",
-    "NONODE": "NoNodeException", "BADVERSION": "BadVersionException",
-    "NOCHILDRENFOREPHEMERALS": "NoChildrenForEphemeralsException", "NODEEXISTS": "NodeExistsException",
-    "NOTEMPTY": "NotEmptyException", "SESSIONEXPIRED": "SessionExpiredException",
-}
-
-
 class KeeperError(StoreError):
     """ZooKeeper's KeeperException: ``code`` is the Code name (NONODE, BADVERSION, ...).
 
-    It is a ``statemachines.errors.StoreError``, so the state machines see store failures as one type.
+    It is a ``statemachines.errors.StoreError`` (which holds ZooKeeper's messages and class names),
+    so the state machines see store failures as one type.
     """
-
-    def __init__(self, code: str, path: str = ""):
-        Exception.__init__(self, f"KeeperErrorCode = {_MESSAGES.get(code, code)}" + (f" for {path}" if path else ""))
-        self.code = code
-        self.path = path
-
-    @property
-    def kafka_name(self) -> str:
-        return f"org.apache.zookeeper.KeeperException${_CLASSES.get(self.code, 'SystemErrorException')}"
 
     @staticmethod
     def create(code: str, path: str = "") -> KeeperError:
@@ -85,39 +62,39 @@ class KeeperError(StoreError):
         return cls(path) if cls is not None else KeeperError(code, path)
 
 
-class NoNodeError(KeeperError):
+class _CodedError(KeeperError):
+    CODE = ""
+
     def __init__(self, path: str = ""):
-        super().__init__("NONODE", path)
+        super().__init__(self.CODE, path)
 
 
-class NodeExistsError(KeeperError):
-    def __init__(self, path: str = ""):
-        super().__init__("NODEEXISTS", path)
+class NoNodeError(_CodedError):
+    CODE = "NONODE"
 
 
-class BadVersionError(KeeperError):
-    def __init__(self, path: str = ""):
-        super().__init__("BADVERSION", path)
+class NodeExistsError(_CodedError):
+    CODE = "NODEEXISTS"
 
 
-class NotEmptyError(KeeperError):
-    def __init__(self, path: str = ""):
-        super().__init__("NOTEMPTY", path)
+class BadVersionError(_CodedError):
+    CODE = "BADVERSION"
 
 
-class SessionExpiredError(KeeperError):
-    def __init__(self, path: str = ""):
-        super().__init__("SESSIONEXPIRED", path)
+class NotEmptyError(_CodedError):
+    CODE = "NOTEMPTY"
 
 
-class NoChildrenForEphemeralsError(KeeperError):
-    def __init__(self, path: str = ""):
-        super().__init__("NOCHILDRENFOREPHEMERALS", path)
+class SessionExpiredError(_CodedError):
+    CODE = "SESSIONEXPIRED"
 
 
-_BY_CODE = {"NONODE": NoNodeError, "NODEEXISTS": NodeExistsError, "BADVERSION": BadVersionError,
-            "NOTEMPTY": NotEmptyError, "SESSIONEXPIRED": SessionExpiredError,
-            "NOCHILDRENFOREPHEMERALS": NoChildrenForEphemeralsError}
+class NoChildrenForEphemeralsError(_CodedError):
+    CODE = "NOCHILDRENFOREPHEMERALS"
+
+
+_BY_CODE = {cls.CODE: cls for cls in (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError,
+                                      SessionExpiredError, NoChildrenForEphemeralsError)}
 
 
 class MultiError(KeeperError):

@@ -25,18 +25,29 @@ class StoreError(Exception):
 
     def __init__(self, code: str, path: str = ""):
         # ZooKeeper's KeeperException message: the readable code name, then the path if known.
-        super().__init__(f"KeeperErrorCode = {_READABLE.get(code, code)}" + (f" for {path}" if path else ""))
+        super().__init__(f"KeeperErrorCode = {KEEPER_MESSAGES.get(code, code)}" + (f" for {path}" if path else ""))
         self.code = code
         self.path = path
 
     @property
     def kafka_name(self) -> str:
-        return f"org.apache.zookeeper.KeeperException${_KEEPER_CLASS.get(self.code, 'SystemErrorException')}"
+        return f"org.apache.zookeeper.KeeperException${KEEPER_CLASSES.get(self.code, 'SystemErrorException')}"
 
 
-_READABLE = {"NODEEXISTS": "NodeExists", "NONODE": "NoNode", "BADVERSION": "BadVersion"}
-_KEEPER_CLASS = {"NODEEXISTS": "NodeExistsException", "NONODE": "NoNodeException",
-                 "BADVERSION": "BadVersionException"}
+# ZooKeeper's KeeperException.Code: the name its messages print, and the exception class.
+KEEPER_MESSAGES = {
+    "OK": "ok", "SYSTEMERROR": "SystemError", "RUNTIMEINCONSISTENCY": "RuntimeInconsistency",
+    "CONNECTIONLOSS": "ConnectionLoss", "BADARGUMENTS": "BadArguments", "NONODE": "NoNode",
+    "BADVERSION": "BadVersion", "NOCHILDRENFOREPHEMERALS": "NoChildrenForEphemerals", "NODEEXISTS": "NodeExists",
+    "NOTEMPTY": "Directory not empty", "SESSIONEXPIRED": "Session expired",
+}
+KEEPER_CLASSES = {
+    "SYSTEMERROR": "SystemErrorException", "RUNTIMEINCONSISTENCY": "RuntimeInconsistencyException",
+    "CONNECTIONLOSS": "ConnectionLossException", "BADARGUMENTS": "BadArgumentsException",
+    "NONODE": "NoNodeException", "BADVERSION": "BadVersionException",
+    "NOCHILDRENFOREPHEMERALS": "NoChildrenForEphemeralsException", "NODEEXISTS": "NodeExistsException",
+    "NOTEMPTY": "NotEmptyException", "SESSIONEXPIRED": "SessionExpiredException",
+}
 
 
 def kafka_name(exc: BaseException) -> str:
