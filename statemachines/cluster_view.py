@@ -50,7 +50,7 @@ tools/src/main/java/org/apache/kafka/tools/TopicCommand.java), with these differ
   "none" for a stored leader whose broker they do not see alive; here such a leader is printed
   and shows in ``Offline:``.
 - ``Offline:`` is not a TopicCommand column (no Kafka version prints one): it is kcontroller's
-  addition, as in ``controller.describe``, printed after ``Isr:`` when some replicas' brokers
+  addition, printed after ``Isr:`` when some replicas' brokers
   are not live in the view.
 - ``Adding Replicas``/``Removing Replicas`` (reassignments) and ``MarkedForDeletion`` are never
   printed: no state record carries a reassignment, and 3.7's describe never sets the flag.
