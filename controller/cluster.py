@@ -190,6 +190,13 @@ class Cluster:
         """Expire the broker's store session now (a network partition from ZooKeeper, a long GC pause)."""
         self._input(at, BrokerSessionExpired, broker_id)
 
+    def modify_broker(self, broker_id: int, *, host: str | None = None, port: int | None = None,
+                      rack: str | None = None, at: int | None = None) -> None:
+        """Re-register a running broker with other endpoints or rack (BrokerModifications)."""
+        server = self._running(broker_id)
+        self._input(at, BrokerModified, broker_id, host or server.host, port or server.port,
+                    rack if rack is not None else server.rack)
+
     def advance_to(self, time_ms: int) -> None:
         """Let time pass (sessions of dead brokers time out on the way)."""
         self._input(time_ms, ClockAdvanced)
@@ -390,7 +397,7 @@ class Cluster:
         elif t is BrokerModified:
             server = self._running(rec.broker_id)
             server.host, server.port, server.rack = rec.host, rec.port, rec.rack
-            server._register()
+            server.zk.update_broker_info(rec.broker_id, rec.host, rec.port, rec.rack)
         else:
             raise ClusterError(f"{t.__name__} is not an input the cluster can carry out")
         return None
