@@ -31,7 +31,8 @@ from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
     UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
-    IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated, ViewSnapshot,
+    ClusterSnapshot, IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
+    ViewSnapshot,
 )
 from statemachines.cluster_view import ClusterView, snapshot_record_body
 from statemachines.leader_and_isr import LeaderAndIsr
@@ -138,7 +139,8 @@ class Cluster:
         self.config = KafkaConfig(overrides)
         self.seed = seed
         self.now = start_time_ms
-        self.assignment_rng = random.Random(seed)
+        # Replica placement draws from a source seeded per topic (see _placement_rng), so it holds no
+        # state that a replay (whose inputs carry the placements) would not reproduce.
         self.store_rng = random.Random(seed + 1)
         self.zk = ZooKeeper(self.clock)
         # Every record is folded into ``view`` too (the cluster as its log tells it; checkpoints
@@ -159,6 +161,9 @@ class Cluster:
 
     def clock(self) -> int:
         return self.now
+
+    def _placement_rng(self, topic: str, first_partition: int) -> random.Random:
+        return random.Random(f"{self.seed}/{topic}/{first_partition}")
 
     def _tee(self, sink: Callable[[tuple], object] | None) -> Callable[[tuple], object]:
         apply = self.view.apply
@@ -212,7 +217,7 @@ class Cluster:
             partitions = partitions or self.config.get_int("num.partitions")
             rf = replication_factor or self.config.get_int("default.replication.factor")
             live = sorted(b for b, s in self.brokers.items() if s.alive)
-            assignment = assign_replicas_to_brokers(live, partitions, rf, rng=self.assignment_rng)
+            assignment = assign_replicas_to_brokers(live, partitions, rf, rng=self._placement_rng(name, 0))
         assignment = tuple(tuple(r) for r in assignment)
         topic_configs = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
                                      for k, v in (configs or {}).items()))
@@ -229,7 +234,8 @@ class Cluster:
                 raise ClusterError(f"topic {topic} has {len(existing)} partitions; pass a larger count")
             live = sorted(b for b, s in self.brokers.items() if s.alive)
             rf = len(existing[(topic, 0)].replicas)
-            new = assign_replicas_to_brokers(live, count - len(existing), rf, rng=self.assignment_rng,
+            new = assign_replicas_to_brokers(live, count - len(existing), rf,
+                                             rng=self._placement_rng(topic, len(existing)),
                                              start_partition_id=len(existing))
             assignment = {len(existing) + i: r for i, r in enumerate(new)}
         self._input(at, PartitionsAdded, topic, tuple((p, tuple(r)) for p, r in sorted(assignment.items())))
@@ -265,6 +271,15 @@ class Cluster:
         digest = self.digest()
         self.journal.emit(StateDigest, digest)
         return digest
+
+    def snapshot(self) -> None:
+        """Record a ClusterSnapshot: the whole cluster, so that a replay or a later run can restart here
+        (``controller.cluster_snapshot.restore_cluster``)."""
+        from controller.cluster_snapshot import cluster_state  # it builds on this module
+        self.settle()
+        state = cluster_state(self, next_offset=self.journal.next_offset + 1)
+        self.journal.set_writer(-1, 0)
+        self.journal.emit(ClusterSnapshot, state)
 
     def apply(self, record) -> object:
         """Carry out an input record from a log (replay); returns what the action returns."""

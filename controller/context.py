@@ -549,3 +549,47 @@ class ControllerContext:
     # --- configs ------------------------------------------------------------------------------
     def topic_config(self, topic: str, name: str, default: str | None = None) -> str | None:
         return self.topic_configs.get(topic, {}).get(name, default)
+
+    # --- snapshots ------------------------------------------------------------------------------
+    def to_state(self) -> list:
+        """The whole context as plain lists/ints/bytes (msgpack-able), for cluster snapshots."""
+        topics = [[name, list(ts.replicas), sorted(ts.adding.items()), sorted(ts.removing.items()), bytes(ts.pstate),
+                   ts.leader.tolist(), ts.leader_epoch.tolist(), list(ts.isr), ts.partition_epoch.tolist(),
+                   ts.state_controller_epoch.tolist(), bytes(ts.recovery), list(ts.rids),
+                   [bytes(r) for r in ts.rstates]]
+                  for name, ts in self.topics.items()]
+        return [self.epoch, self.epoch_zk_version, sorted(self.live_broker_epochs.items()),
+                sorted(self.shutting_down_broker_ids),
+                sorted([b, sorted(s)] for b, s in self.replicas_on_offline_dirs.items()), topics,
+                sorted([t, sorted(c.items())] for t, c in self.topic_configs.items()),
+                sorted(self.partitions_being_reassigned), sorted(self.topics_to_be_deleted),
+                sorted(self.topics_with_deletion_started), sorted(self.topics_ineligible_for_deletion),
+                self.offline_partition_count, self.preferred_replica_imbalance_count, self.unclean_leader_elections]
+
+    def load_state(self, state: list) -> None:
+        """Restore what ``to_state`` returned (broker_info is not part of it: the caller re-reads it)."""
+        (self.epoch, self.epoch_zk_version, live, shutting_down, offline_dirs, topics, configs, reassigning,
+         to_delete, deletion_started, ineligible, self.offline_partition_count,
+         self.preferred_replica_imbalance_count, self.unclean_leader_elections) = state
+        self.live_broker_epochs = {b: e for b, e in live}
+        self.broker_info = {}
+        self.shutting_down_broker_ids = set(shutting_down)
+        self.replicas_on_offline_dirs = {b: {tuple(tp) for tp in s} for b, s in offline_dirs}
+        self.topics = {}
+        for (name, replicas, adding, removing, pstate, leader, leader_epoch, isr, partition_epoch, ctrl_epoch,
+             recovery, rids, rstates) in topics:
+            ts = self.topics[name] = TopicState(name)
+            ts.replicas = [self.intern(r) for r in replicas]
+            ts.adding = {p: self.intern(r) for p, r in adding}
+            ts.removing = {p: self.intern(r) for p, r in removing}
+            ts.pstate = bytearray(pstate)
+            ts.leader, ts.leader_epoch = array("i", leader), array("i", leader_epoch)
+            ts.isr = [self.intern(r) for r in isr]
+            ts.partition_epoch, ts.state_controller_epoch = array("i", partition_epoch), array("i", ctrl_epoch)
+            ts.recovery = bytearray(recovery)
+            ts.rids = [self.intern(r) for r in rids]
+            ts.rstates = [bytearray(r) for r in rstates]
+        self.topic_configs = {t: dict(c) for t, c in configs}
+        self.partitions_being_reassigned = {tuple(tp) for tp in reassigning}
+        self.topics_to_be_deleted, self.topics_with_deletion_started = set(to_delete), set(deletion_started)
+        self.topics_ineligible_for_deletion = set(ineligible)

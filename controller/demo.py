@@ -50,6 +50,7 @@ def run_demo(spec: DemoSpec, sink: Callable[[tuple], object] | None = None) -> t
     phase(f"{spec.brokers} brokers up; topic {spec.rf1_topic} (RF 1) and {spec.rf3_topic} "
           f"(RF {min(3, spec.brokers)}) created")
 
+    cluster.snapshot()  # a restart point: `kcontroller replay --from-snapshot` starts here
     cluster.kill_broker(spec.victim, at=spec.kill_at_ms)
     phase(f"broker {spec.victim} killed at {spec.kill_at_ms} ms: its session is still alive, nothing moves yet")
 

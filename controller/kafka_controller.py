@@ -178,6 +178,50 @@ class KafkaController:
             while not queued.spent and self.event_manager.step():
                 pass
 
+    # --- snapshots ------------------------------------------------------------------------------
+    def to_state(self) -> list:
+        """What a cluster snapshot needs of this controller (taken between events: the queue is empty)."""
+        if not self.event_manager.is_empty:
+            raise RuntimeError(f"controller {self.broker_id} has queued events; snapshot a settled cluster")
+        znodes, children, states = self.zk.handler_paths()
+        return [self.active_controller_id, self._was_controller, self.context.to_state(),
+                sorted(self.channel._correlation.items()), znodes, children, states]
+
+    def load_state(self, state: list) -> None:
+        """Restore ``to_state``: the context, and the store handlers as they were registered (their
+        watches are restored with the store itself, so registering here reads nothing)."""
+        active, was_controller, context, correlation, znodes, children, states = state
+        self.active_controller_id, self._was_controller = active, was_controller
+        self.context.load_state(context)
+        for b in self.context.live_broker_epochs:
+            info = self.zk.get_broker(b)
+            if info is not None:
+                self.context.broker_info[b] = info
+        self.channel._correlation = {b: c for b, c in correlation}
+        if states:
+            self.zk.register_state_change_handler(self._state_change_handler)
+        for path in children:
+            self.zk.register_znode_child_change_handler(self._child_handler_for(path))
+        for path in znodes:
+            self.zk.register_znode_change_handler(self._znode_handler_for(path))
+
+    def _child_handler_for(self, path: str) -> _Handler:
+        for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
+            if handler.path == path:
+                return handler
+        raise ValueError(f"no child handler for {path}")
+
+    def _znode_handler_for(self, path: str) -> _Handler:
+        if path == CONTROLLER_PATH:
+            return self._controller_change_handler
+        if path.startswith(f"{TOPICS_PATH}/"):
+            topic = path[len(TOPICS_PATH) + 1:]
+            return _Handler(path, self.event_manager.put, on_change=lambda: PartitionModifications(topic))
+        if path.startswith(f"{BROKER_IDS_PATH}/"):
+            b = int(path[len(BROKER_IDS_PATH) + 1:])
+            return _Handler(path, self.event_manager.put, on_change=lambda: BrokerModifications(b))
+        raise ValueError(f"no znode handler for {path}")
+
     # --- EventProcessor -----------------------------------------------------------------------
     def process(self, event) -> None:
         self.journal.set_writer(self.broker_id, self.context.epoch)
@@ -462,14 +506,11 @@ class KafkaController:
         rsm.handle_state_changes(ctx.replicas_for_partition(partitions), ONLINE_REPLICA)
 
     def _register_partition_modifications_handler(self, topic: str) -> None:
-        self.zk.register_znode_change_handler(_Handler(f"{TOPICS_PATH}/{topic}", self.event_manager.put,
-                                                       on_change=lambda: PartitionModifications(topic)))
+        self.zk.register_znode_change_handler(self._znode_handler_for(f"{TOPICS_PATH}/{topic}"))
 
     def _register_broker_modifications_handlers(self, brokers: Iterable[int]) -> None:
         for b in brokers:
-            handler = _Handler(f"{BROKER_IDS_PATH}/{b}", self.event_manager.put,
-                               on_change=lambda b=b: BrokerModifications(b))
-            self.zk.register_znode_change_handler_and_check_existence(handler)
+            self.zk.register_znode_change_handler_and_check_existence(self._znode_handler_for(f"{BROKER_IDS_PATH}/{b}"))
 
     # --- ISR changes (§4.9) -----------------------------------------------------------------------------
     def _process_isr_change_notification(self) -> None:

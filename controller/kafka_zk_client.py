@@ -131,7 +131,8 @@ class KafkaZkClient:
     """A broker's (or admin's) ZooKeeper connection with Kafka's operations on it."""
 
     def __init__(self, zk: ZooKeeper, *, session_timeout_ms: int = 18000, clock: Callable[[], int],
-                 rng: random.Random, enable_entity_config_controller_check: bool = False):
+                 rng: random.Random, enable_entity_config_controller_check: bool = False,
+                 session_id: int | None = None):
         self._zk = zk
         self._clock = clock
         self._rng = rng
@@ -144,7 +145,14 @@ class KafkaZkClient:
         self._closed = False
         self._registered_session_id = -1   # KAFKA-7165: the session that registered our ephemerals
         self._check_ops: dict[int, CheckOp] = {}
-        self._session_id = zk.connect(session_timeout_ms, self._process, self._on_session_expired)
+        if session_id is None:
+            self._session_id = zk.connect(session_timeout_ms, self._process, self._on_session_expired)
+        else:  # a client restored from a snapshot takes its session back
+            self._session_id = session_id
+            if zk.is_alive(session_id):
+                zk.attach(session_id, self._process, self._on_session_expired)
+            else:  # a dead broker's client whose session has timed out since
+                self._closed = True
 
     # --- ZooKeeperClient: session -----------------------------------------------------------------------
     @property
@@ -196,6 +204,10 @@ class KafkaZkClient:
             _call(handler, method)
         except Exception:
             _log.exception(f"Uncaught error in handler {getattr(handler, 'name', handler)}")
+
+    def handler_paths(self) -> tuple[list[str], list[str], list[str]]:
+        """Paths of the registered znode and child handlers and names of the state handlers (snapshots)."""
+        return sorted(self._znode_handlers), sorted(self._child_handlers), sorted(self._state_handlers)
 
     # --- ZooKeeperClient: handlers ------------------------------------------------------------------------
     def register_znode_change_handler(self, handler) -> None:

@@ -17,9 +17,10 @@ import msgpack
 from events.log import LogReader
 
 from controller.cluster import Cluster, ClusterError
-from events.records import ClusterCreated, StateDigest, ViewSnapshot
+from controller.cluster_snapshot import restore_cluster
+from events.records import ClusterCreated, ClusterSnapshot, StateDigest, ViewSnapshot
 
-_CHECKPOINT = (ViewSnapshot, StateDigest)
+_CHECKPOINT = (ViewSnapshot, StateDigest, ClusterSnapshot)
 
 
 @dataclass
@@ -94,15 +95,21 @@ class _Comparator:
 
 
 def replay_records(records: Iterable[tuple]) -> ReplayResult:
-    """Replay a sequence of records (a whole log, from offset 0)."""
+    """Replay a sequence of records: a whole log from its ClusterCreated record, or its tail from a
+    ClusterSnapshot record (the cluster restarts from the snapshot)."""
     cmp = _Comparator(iter(records))
     first = cmp.peek()
-    if type(first) is not ClusterCreated:
-        raise ClusterError("a replayable log starts with a ClusterCreated record (written by controller.cluster)")
+    if type(first) not in (ClusterCreated, ClusterSnapshot):
+        raise ClusterError("a replay starts at a ClusterCreated record (the log's first) or at a ClusterSnapshot")
     inputs = 0
     try:
-        cluster = Cluster(configs=dict(first.configs), seed=first.seed, sink=cmp, start_time_ms=first.timestamp_ms)
-        inputs = 1
+        if type(first) is ClusterSnapshot:
+            cmp(first)  # the snapshot itself is where we start, not something to reproduce
+            cluster = restore_cluster(first.state, sink=cmp)
+        else:
+            cluster = Cluster(configs=dict(first.configs), seed=first.seed, sink=cmp,
+                              start_time_ms=first.timestamp_ms)
+            inputs = 1
         while True:
             driver = cmp.next_driver()
             if driver is None:
@@ -113,6 +120,8 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
             if driver.is_input:
                 cluster.apply(driver)
                 inputs += 1
+            elif type(driver) is ClusterSnapshot:
+                cluster.snapshot()
             else:
                 cluster.checkpoint(snapshot=type(driver) is ViewSnapshot)
             if cmp.peek() is driver:  # the driver itself was not written where the log has it
@@ -122,6 +131,19 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
     return ReplayResult(cmp.compared, inputs, None, cluster.digest())
 
 
-def replay_log(log_dir: str) -> ReplayResult:
-    """Replay the log in ``log_dir`` (streamed, never loaded whole)."""
-    return replay_records(LogReader(log_dir).records())
+def latest_cluster_snapshot(log_dir: str, at_or_before: int | None = None) -> int | None:
+    """Offset of the last ClusterSnapshot record (at or before an offset), found without building records."""
+    found = None
+    for rec in LogReader(log_dir).raw_records():
+        if at_or_before is not None and rec[2] > at_or_before:
+            break
+        if rec[0] == ClusterSnapshot.KIND:
+            found = rec[2]
+    return found
+
+
+def replay_log(log_dir: str, *, from_snapshot: bool = False) -> ReplayResult:
+    """Replay the log in ``log_dir`` (streamed, never loaded whole); with ``from_snapshot``, only its tail
+    after the latest ClusterSnapshot (the whole log when there is none)."""
+    start = latest_cluster_snapshot(log_dir) if from_snapshot else None
+    return replay_records(LogReader(log_dir).records(start or 0))

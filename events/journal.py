@@ -50,6 +50,13 @@ class Journal:
         self.now_ms = now_ms
         self._restamp()
 
+    def restore(self, next_offset: int, cause_offset: int, now_ms: int) -> None:
+        """Continue a journal from a snapshot: the next offset, the current cause and time."""
+        self.next_offset = next_offset
+        self.cause_offset = cause_offset
+        self.now_ms = now_ms
+        self._restamp()
+
     def input(self, cls, *body) -> tuple:
         """Append an input record; it names itself as cause, and becomes the cause of what follows."""
         off = self.next_offset

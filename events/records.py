@@ -516,6 +516,19 @@ class ViewSnapshot(NamedTuple):
     state: bytes
 
 
+class ClusterSnapshot(NamedTuple):
+    """The whole cluster (store, brokers, controllers, clock, random sources) as it is after every
+    record before this one: a replay or a simulation can restart here (controller.cluster_snapshot)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    state: bytes
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -544,6 +557,7 @@ KINDS: dict[int, type] = {
     50: LiveBrokersChanged,
     51: StateDigest,
     52: ViewSnapshot,
+    53: ClusterSnapshot,
 }
 
 for _code, _cls in KINDS.items():
@@ -562,4 +576,4 @@ Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
-          | LiveBrokersChanged | StateDigest | ViewSnapshot)
+          | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot)

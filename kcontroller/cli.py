@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "records, byte for byte, and reaches the same state; exit 1 on any "
                                            "difference")
     replay.add_argument("log_dir", metavar="LOG_DIR")
+    replay.add_argument("--from-snapshot", action="store_true",
+                        help="start from the log's latest ClusterSnapshot and replay only the tail after it")
 
     describe = sub.add_parser("describe", help="the cluster as the log says it was, in the layout of "
                                                "kafka-topics.sh --describe (or JSON)")
@@ -118,7 +120,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    result = replay_log(args.log_dir)
+    result = replay_log(args.log_dir, from_snapshot=args.from_snapshot)
     if result.ok:
         print(f"replay of {args.log_dir}: {result.records} records identical ({result.inputs} inputs re-applied); "
               f"final state digest {result.digest}")

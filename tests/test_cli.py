@@ -37,14 +37,14 @@ def test_demo_tells_the_rf1_story(tmp_path, capsys):
     phases = out.split("\n## ")[1:]
     assert len(phases) == 4
     up, killed, expired, restarted = phases
-    assert "Partition: 2\tLeader: 1\tReplicas: 1\tIsr: 1" in up                   # events-2 (RF 1) on broker 1
+    assert "Partition: 1\tLeader: 1\tReplicas: 1\tIsr: 1" in up                   # events-1 (RF 1) on broker 1
     assert "Changed" not in killed.split("# controller")[0]                      # session alive: nothing moves
-    assert ("[Controller id=0 epoch=1] Partition events-2 state changed to (Leader:-1,ISR:1,LeaderRecoveryState:"
+    assert ("[Controller id=0 epoch=1] Partition events-1 state changed to (Leader:-1,ISR:1,LeaderRecoveryState:"
             "RECOVERED,LeaderEpoch:1,ZkVersion:1,ControllerEpoch:1) after removing replica 1 from the ISR as part of "
             "transition to OfflineReplica") in expired
-    assert "Topic: events\tPartition: 2\tLeader: none\tReplicas: 1\tIsr: 1\tOffline: 1" in expired
-    assert "Topic: orders\tPartition: 1\tLeader: 2\tReplicas: 1,2,0\tIsr: 2,0\tOffline: 1" in expired
-    assert "Topic: events\tPartition: 2\tLeader: 1\tReplicas: 1\tIsr: 1" in restarted
+    assert "Topic: events\tPartition: 1\tLeader: none\tReplicas: 1\tIsr: 1\tOffline: 1" in expired
+    assert "Topic: orders\tPartition: 1\tLeader: 0\tReplicas: 1,0,2\tIsr: 0,2\tOffline: 1" in expired
+    assert "Topic: events\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1" in restarted
     assert len(list(LogReader(log_dir).records())) > 100
 
 
@@ -113,14 +113,14 @@ def test_replay_reproduces_the_demo_and_reports_a_divergence(demo_log, capsys):
 def test_describe_text_json_and_points_in_time(demo_log, capsys):
     import json
     assert main(["describe", str(demo_log)]) == 0
-    assert "Topic: events\tPartition: 2\tLeader: 1" in capsys.readouterr().out
+    assert "Topic: events\tPartition: 1\tLeader: 1" in capsys.readouterr().out
     assert main(["describe", str(demo_log), "--time", "30000", "--json"]) == 0
     state = json.loads(capsys.readouterr().out)
     assert state["controller"] == {"id": 0, "epoch": 1}
     assert [b["live"] for b in state["brokers"]] == [True, False, True]
-    events2 = state["topics"][0]["partitions"][2]
-    assert (events2["leader"], events2["isr"], events2["state"]) == (-1, [1], "OfflinePartition")
-    assert events2["replica_states"] == {"1": "OfflineReplica"}
+    events1 = state["topics"][0]["partitions"][1]
+    assert (events1["leader"], events1["isr"], events1["state"]) == (-1, [1], "OfflinePartition")
+    assert events1["replica_states"] == {"1": "OfflineReplica"}
     assert main(["describe", str(demo_log), "--at", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["topics"] == []
 

@@ -1,0 +1,115 @@
+"""Snapshots of a whole Cluster, so that a run (or its replay) can restart from a point of its log.
+
+A snapshot is taken between actions, when every event queue is empty. It holds the store
+(ZooKeeper model with sessions and armed watches), the clock, both random sources, the
+journal's position, the cluster view, and for each broker its registration, session, the
+metadata it accepted from controllers and its controller (context, handlers, correlation ids).
+``restore_cluster`` rebuilds a Cluster that carries on exactly as the original would have: the
+same actions then write the same records, byte for byte (tests check it).
+
+The payload of the ClusterSnapshot record is msgpack of a map with these keys: ``format`` (1),
+``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng`` (Python's
+``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
+``view`` (a ClusterView snapshot), ``zk`` (``ZooKeeper.to_dict()``), ``admin`` ([session id,
+registered session id]) and ``brokers`` (one array per broker, see ``_broker_state``).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import msgpack
+
+from controller.cluster import BrokerServer, Cluster
+from controller.config import KafkaConfig
+from controller.kafka_controller import KafkaController
+from controller.kafka_zk_client import KafkaZkClient
+from controller.zookeeper import ZooKeeper
+from events.codec import decode_batch, encode_batch
+from statemachines.cluster_view import ClusterView
+
+FORMAT = 1
+
+
+def _rng_state(rng: random.Random) -> list:
+    version, internal, gauss = rng.getstate()
+    return [version, list(internal), gauss]
+
+
+def _set_rng_state(rng: random.Random, state: list) -> None:
+    version, internal, gauss = state
+    rng.setstate((version, tuple(internal), gauss))
+
+
+def _broker_state(server: BrokerServer) -> list:
+    zk = server.zk
+    return [server.broker_id, server.host, server.port, server.rack, server.alive, server.broker_epoch,
+            zk.session_id, zk._registered_session_id,
+            server.controller.to_state() if server.alive else None,
+            server.controller_epoch, sorted([list(tp), list(v)] for tp, v in server.leader_and_isr.items()),
+            encode_batch(list(server.metadata.values())), list(server.live_brokers), [list(r) for r in server.rejected]]
+
+
+def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
+    """Serialize a settled cluster. ``next_offset``: the journal offset the restored cluster continues at
+    (default: the current one)."""
+    if cluster.settle():
+        raise RuntimeError("the cluster had unprocessed events; snapshots are taken between actions")
+    state = {
+        "format": FORMAT,
+        "now": cluster.now,
+        "seed": cluster.seed,
+        "configs": sorted(cluster.config.items()),
+        "store_rng": _rng_state(cluster.store_rng),
+        "next_offset": cluster.journal.next_offset if next_offset is None else next_offset,
+        "cause_offset": cluster.journal.cause_offset,
+        "view": cluster.view.to_snapshot(),
+        "zk": cluster.zk.to_dict(),
+        "admin": [cluster.admin.session_id, cluster.admin._registered_session_id],
+        "brokers": [_broker_state(cluster.brokers[b]) for b in sorted(cluster.brokers)],
+    }
+    return msgpack.packb(state, use_bin_type=True)
+
+
+def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = None) -> Cluster:
+    """A cluster that continues from the snapshot ``data`` (the payload of a ClusterSnapshot record)."""
+    state = msgpack.unpackb(data, raw=False, strict_map_key=False)
+    if state.get("format") != FORMAT:
+        raise ValueError(f"cluster snapshot format {state.get('format')!r}; this version reads {FORMAT}")
+    configs = dict(state["configs"])
+    cluster = Cluster(configs=configs, seed=state["seed"], sink=sink, start_time_ms=state["now"],
+                      record_creation=False)
+    cluster.config = KafkaConfig(configs)
+    _set_rng_state(cluster.store_rng, state["store_rng"])
+    cluster.zk = zk = ZooKeeper.from_dict(state["zk"], cluster.clock)
+    timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
+    admin_session, admin_registered = state["admin"]
+    cluster.admin = KafkaZkClient(zk, session_timeout_ms=timeout, clock=cluster.clock, rng=cluster.store_rng,
+                                  session_id=admin_session)
+    cluster.admin._registered_session_id = admin_registered
+    # The journal's tee holds the cluster's own view object: fill that one in.
+    cluster.view.__dict__.update(vars(ClusterView.from_snapshot(state["view"])))
+    for (broker_id, host, port, rack, alive, broker_epoch, session_id, registered, controller_state,
+         controller_epoch, leader_and_isr, metadata, live_brokers, rejected) in state["brokers"]:
+        server = BrokerServer(cluster, broker_id, host, port, rack)
+        cluster.brokers[broker_id] = server
+        server.alive, server.broker_epoch = alive, broker_epoch
+        server.zk = KafkaZkClient(zk, session_timeout_ms=timeout, clock=cluster.clock, rng=cluster.store_rng,
+                                  session_id=session_id)
+        server.zk._registered_session_id = registered
+        if not alive:
+            server.zk.abandon()
+        server.controller = KafkaController(broker_id, cluster.config, server.zk, cluster.journal, cluster.clock,
+                                            send=cluster._deliver, register_broker=server._register)
+        if controller_state is not None:
+            server.controller.load_state(controller_state)
+        else:
+            server.controller.event_manager.close()
+        server.controller_epoch = controller_epoch
+        server.leader_and_isr = {tuple(tp): (v[0], v[1], tuple(v[2]), v[3]) for tp, v in leader_and_isr}
+        records = decode_batch(metadata)
+        server._metadata = {(r.topic, r.partition): r for r in records}
+        server.live_brokers = tuple(live_brokers)
+        server.rejected = [tuple(r) for r in rejected]
+    cluster.journal.restore(state["next_offset"], state["cause_offset"], state["now"])
+    return cluster
