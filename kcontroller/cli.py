@@ -30,8 +30,10 @@ def _add_format_options(p: argparse.ArgumentParser, default_level: str = "TRACE"
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcontroller", description=__doc__)
-    parser.add_argument("--log-level", choices=list(LEVELS), default="warning",
-                        help="level of kcontroller's own diagnostics on stderr (default: warning)")
+    parser.add_argument("--log-level", choices=list(LEVELS), default=None,
+                        help="level of the engine's own diagnostics on stderr (default: critical for demo and "
+                             "replay, whose output already shows the controller's errors as Kafka logs them; "
+                             "warning otherwise)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="a 3-broker cluster with an RF=1 and an RF=3 topic; broker 1 is killed, "
@@ -143,7 +145,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level)
+    configure_logging(args.log_level or ("critical" if args.command in ("demo", "replay") else "warning"))
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe}
         return commands[args.command](args)
