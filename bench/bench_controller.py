@@ -2,8 +2,9 @@
 
 Builds a cluster (default 30 brokers, topics of 10,000 partitions, RF 3), kills one broker and
 lets its session time out; reports the wall time of the controller's reaction (elections,
-ISR shrinks, requests, records) per affected partition. Then writes such a run to an event log
-and replays it, reporting records per second.
+ISR shrinks, requests, records) per affected partition. Then snapshots a cluster, restores it
+and kills its controller (failover: the new controller rebuilds its context from the store).
+Then writes a run to an event log and replays it, reporting records per second.
 
     .venv/bin/python bench/bench_controller.py [--partitions 1000000] [--brokers 30] [--skip-replay]
 """
@@ -55,6 +56,29 @@ def bench_broker_failure(partitions: int, brokers: int, victim: int) -> None:
           f"{elapsed / hosted * 1e6:,.1f} us per hosted partition ({moved:,} partitions led elsewhere after)")
 
 
+def bench_failover(partitions: int, brokers: int) -> None:
+    """Snapshot a cluster, restore it, and time the controller failover that rebuilds the context."""
+    from controller.cluster_snapshot import cluster_state, restore_cluster
+    cluster, _ = build(partitions, brokers, lambda rec: None)
+    t0 = time.perf_counter()
+    state = cluster_state(cluster)
+    t1 = time.perf_counter()
+    restored = restore_cluster(state, sink=lambda rec: None)
+    t2 = time.perf_counter()
+    old = restored.controller_id
+    restored.kill_broker(old, at=restored.now + 1)
+    timeout = restored.config.get_int("zookeeper.session.timeout.ms")
+    t3 = time.perf_counter()
+    restored.advance_to(restored.now + timeout + 1)
+    t4 = time.perf_counter()
+    new = restored.controller
+    assert new is not None and new.broker_id != old
+    print(f"snapshot of {partitions:,} partitions: {len(state) / 2**20:,.0f} MB in {t1 - t0:.1f} s, restored in "
+          f"{t2 - t1:.1f} s; controller {old} killed, broker {new.broker_id} took over (epoch {new.epoch}) and "
+          f"rebuilt its context and elected leaders in {t4 - t3:.1f} s "
+          f"(RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
+
+
 def bench_replay(partitions: int, brokers: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         with LogWriter(d, fsync=FsyncPolicy.none()) as writer:
@@ -79,10 +103,14 @@ def main() -> None:
     ap.add_argument("--victim", type=int, default=5)
     ap.add_argument("--replay-partitions", type=int, default=50_000)
     ap.add_argument("--skip-replay", action="store_true")
+    ap.add_argument("--failover-partitions", type=int, default=100_000)
+    ap.add_argument("--skip-failover", action="store_true")
     args = ap.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(50))
     print(f"# {platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cpus")
     bench_broker_failure(args.partitions, args.brokers, args.victim)
+    if not args.skip_failover:
+        bench_failover(args.failover_partitions, args.brokers)
     if not args.skip_replay:
         bench_replay(args.replay_partitions, args.brokers)
 

@@ -11,7 +11,8 @@ The payload of the ClusterSnapshot record is msgpack of a map with these keys: `
 ``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng`` (Python's
 ``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
 ``view`` (a ClusterView snapshot), ``zk`` (``ZooKeeper.to_dict()``), ``admin`` ([session id,
-registered session id]) and ``brokers`` (one array per broker, see ``_broker_state``).
+registered session id]), ``brokers`` (one array per broker, see ``_broker_state``) and
+``metadata_records`` (the UpdateMetadata partition records the brokers cache, each stored once).
 """
 from __future__ import annotations
 
@@ -41,13 +42,22 @@ def _set_rng_state(rng: random.Random, state: list) -> None:
     rng.setstate((version, tuple(internal), gauss))
 
 
-def _broker_state(server: BrokerServer) -> list:
+def _broker_state(server: BrokerServer, shared: dict[int, int], records: list) -> list:
+    """One broker; its metadata cache is a list of indexes into ``records``, which every broker shares
+    (they cache the same UpdateMetadata records: storing them once keeps snapshots small)."""
+    indexes = []
+    for rec in server.metadata.values():
+        i = shared.get(id(rec))
+        if i is None:
+            i = shared[id(rec)] = len(records)
+            records.append(rec)
+        indexes.append(i)
     zk = server.zk
     return [server.broker_id, server.host, server.port, server.rack, server.alive, server.broker_epoch,
             zk.session_id, zk._registered_session_id,
             server.controller.to_state() if server.alive else None,
             server.controller_epoch, sorted([list(tp), list(v)] for tp, v in server.leader_and_isr.items()),
-            encode_batch(list(server.metadata.values())), list(server.live_brokers), [list(r) for r in server.rejected]]
+            indexes, list(server.live_brokers), [list(r) for r in server.rejected]]
 
 
 def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
@@ -66,8 +76,11 @@ def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
         "view": cluster.view.to_snapshot(),
         "zk": cluster.zk.to_dict(),
         "admin": [cluster.admin.session_id, cluster.admin._registered_session_id],
-        "brokers": [_broker_state(cluster.brokers[b]) for b in sorted(cluster.brokers)],
     }
+    shared: dict[int, int] = {}
+    records: list = []
+    state["brokers"] = [_broker_state(cluster.brokers[b], shared, records) for b in sorted(cluster.brokers)]
+    state["metadata_records"] = encode_batch(records)
     return msgpack.packb(state, use_bin_type=True)
 
 
@@ -89,6 +102,7 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
     cluster.admin._registered_session_id = admin_registered
     # The journal's tee holds the cluster's own view object: fill that one in.
     cluster.view.__dict__.update(vars(ClusterView.from_snapshot(state["view"])))
+    metadata_records = decode_batch(state["metadata_records"])
     for (broker_id, host, port, rack, alive, broker_epoch, session_id, registered, controller_state,
          controller_epoch, leader_and_isr, metadata, live_brokers, rejected) in state["brokers"]:
         server = BrokerServer(cluster, broker_id, host, port, rack)
@@ -107,8 +121,7 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
             server.controller.event_manager.close()
         server.controller_epoch = controller_epoch
         server.leader_and_isr = {tuple(tp): (v[0], v[1], tuple(v[2]), v[3]) for tp, v in leader_and_isr}
-        records = decode_batch(metadata)
-        server._metadata = {(r.topic, r.partition): r for r in records}
+        server._metadata = {(r.topic, r.partition): r for r in (metadata_records[i] for i in metadata)}
         server.live_brokers = tuple(live_brokers)
         server.rejected = [tuple(r) for r in rejected]
     cluster.journal.restore(state["next_offset"], state["cause_offset"], state["now"])
