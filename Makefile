@@ -17,6 +17,8 @@ bench: setup
 	.venv/bin/python bench/bench_log.py
 	.venv/bin/python bench/bench_state_machines.py
 	.venv/bin/python bench/bench_event_manager.py
+	.venv/bin/python bench/bench_zookeeper.py --runs 1
+	.venv/bin/python bench/bench_controller.py
 
 clean:
 	rm -rf .venv out .pytest_cache .hypothesis *.egg-info
