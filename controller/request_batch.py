@@ -9,6 +9,7 @@ deterministic (Kafka iterates hash maps here).
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
@@ -64,8 +65,8 @@ class ControllerBrokerRequestBatch:
         self.context = context
         self.journal = journal
         self.channel = channel
-        self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = {}
-        self.stop_replica_requests: dict[int, dict[tuple, tuple]] = {}
+        self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
+        self.stop_replica_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
         self.update_metadata_brokers: set[int] = set()
         self.update_metadata_partitions: dict[tuple, tuple] = {}
         # Per-batch caches: the live brokers do not change while one batch is being built.
@@ -108,9 +109,7 @@ class ControllerBrokerRequestBatch:
         for b in broker_ids:
             if b < 0:
                 continue
-            per_broker = requests.get(b)
-            if per_broker is None:
-                per_broker = requests[b] = {}
+            per_broker = requests[b]
             prev = per_broker.get(tp)
             # (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas, adding, removing, is_new, rs)
             per_broker[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
@@ -129,9 +128,7 @@ class ControllerBrokerRequestBatch:
         for b in broker_ids:
             if b < 0:
                 continue
-            per_broker = requests.get(b)
-            if per_broker is None:
-                per_broker = requests[b] = {}
+            per_broker = requests[b]
             prev = per_broker.get(tp)
             per_broker[tp] = (leader_epoch, delete_partition or (prev is not None and prev[1]))
 
