@@ -20,8 +20,8 @@ import structlog
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
 from controller.controller_events import (
-    STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, AlterPartitionReceived, TopicUncleanLeaderElectionEnable,
-    UncleanLeaderElectionEnable,
+    NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, AlterPartitionReceived, ControlledShutdown,
+    TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
 )
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
@@ -30,6 +30,7 @@ from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
+    BrokerStopped, ControlledShutdownRequested,
     UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
     ClusterSnapshot, IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
     ViewSnapshot,
@@ -91,6 +92,13 @@ class BrokerServer:
     def _register(self) -> int:
         self.broker_epoch = self.zk.register_broker(self.broker_id, self.host, self.port, self.rack)
         return self.broker_epoch
+
+    def stop(self) -> None:
+        """The end of KafkaServer.shutdown: the controller candidate resigns, the session is closed (its
+        ephemeral registration, and ``/controller`` if it held it, go at once)."""
+        self.alive = False
+        self.controller.shutdown()
+        self.zk.close()
 
     def kill(self) -> None:
         """kill -9: the process stops; its session lives until it times out."""
@@ -190,6 +198,34 @@ class Cluster:
     def kill_broker(self, broker_id: int, at: int | None = None) -> None:
         """kill -9: the broker stops at once; the store notices when its session times out."""
         self._input(at, BrokerKilled, broker_id)
+
+    def controlled_shutdown(self, broker_id: int, at: int | None = None) -> tuple[str, tuple] | None:
+        """One ControlledShutdown request from ``broker_id`` to the controller (``stop_broker`` sends
+        them with Kafka's retries). Returns (error, partitions still led by the broker), or None when no
+        controller answered."""
+        return self._input(at, ControlledShutdownRequested, broker_id, self._running(broker_id).broker_epoch)
+
+    def stop_broker(self, broker_id: int, at: int | None = None) -> bool:
+        """Shut a broker down as KafkaServer.shutdown does: with ``controlled.shutdown.enable``, ask the
+        controller to move its leaders away, retrying while partitions remain, at most
+        ``controlled.shutdown.max.retries`` times, ``controlled.shutdown.retry.backoff.ms`` apart; then stop
+        (a BrokerStopped input). Returns whether the controlled shutdown succeeded (Kafka shuts down anyway)."""
+        self._running(broker_id)
+        succeeded = False
+        if self.config.get_bool("controlled.shutdown.enable"):
+            retries = self.config.get_int("controlled.shutdown.max.retries")
+            backoff = self.config.get_int("controlled.shutdown.retry.backoff.ms")
+            when = at
+            while not succeeded and retries > 0:
+                retries -= 1
+                response = self.controlled_shutdown(broker_id, at=when)
+                succeeded = response is not None and response[0] == NONE and not response[1]
+                if not succeeded and retries > 0:
+                    _log.info(f"Retrying controlled shutdown ({retries} retries remaining)", broker_id=broker_id)
+                    when = self.now + backoff
+            at = None
+        self._input(at, BrokerStopped, broker_id)
+        return succeeded
 
     def expire_session(self, broker_id: int, at: int | None = None) -> None:
         """Expire the broker's store session now (a network partition from ZooKeeper, a long GC pause)."""
@@ -393,6 +429,10 @@ class Cluster:
             server.start()
         elif t is BrokerKilled:
             self._running(rec.broker_id).kill()
+        elif t is BrokerStopped:
+            self._running(rec.broker_id).stop()
+        elif t is ControlledShutdownRequested:
+            return self._controlled_shutdown(rec)
         elif t is BrokerSessionExpired:
             self.zk.expire_session(self._running(rec.broker_id).zk.session_id)
         elif t is ClockAdvanced:
@@ -424,7 +464,8 @@ class Cluster:
             server = self.brokers.get(body[0])
             if server is not None and server.alive:
                 raise ClusterError(f"broker {body[0]} is already running")
-        elif cls in (BrokerKilled, BrokerSessionExpired, BrokerModified, AlterPartitionRequested, IsrChangeNotified):
+        elif cls in (BrokerKilled, BrokerSessionExpired, BrokerModified, AlterPartitionRequested, IsrChangeNotified,
+                     BrokerStopped, ControlledShutdownRequested):
             self._running(body[0])
         elif cls is TopicCreated:
             self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
@@ -473,6 +514,19 @@ class Cluster:
             return None
         target.controller.event_manager.put(
             AlterPartitionReceived(server.broker_id, rec.broker_epoch, proposed, responses.append))
+        self.settle()
+        return responses[0] if responses else None
+
+    def _controlled_shutdown(self, rec):
+        self._running(rec.broker_id)
+        target = self.brokers.get(self.controller_id)
+        if target is None or not target.alive:
+            _log.info("No zk controller present in the metadata cache", broker_id=rec.broker_id)
+            return None
+        responses: list = []
+        target.controller.event_manager.put(
+            ControlledShutdown(rec.broker_id, rec.broker_epoch, lambda error, remaining: responses.append(
+                (error, remaining))))
         self.settle()
         return responses[0] if responses else None
 

@@ -156,6 +156,130 @@ class TopicUncleanLeaderElectionEnable(ControllerEvent):
         return f"TopicUncleanLeaderElectionEnable({self.topic})"
 
 
+class ControlledShutdown(ControllerEvent):
+    """A ControlledShutdown request from broker ``broker_id``; ``callback`` gets (error, remaining partitions)."""
+    __slots__ = ("broker_id", "broker_epoch", "callback")
+    state = ControllerState.ControlledShutdown
+
+    def __init__(self, broker_id: int, broker_epoch: int, callback):
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.callback = callback
+
+    def preempt(self) -> None:
+        self.callback(NOT_CONTROLLER, ())
+
+    def __repr__(self) -> str:
+        return f"ControlledShutdown({self.broker_id}, {self.broker_epoch})"
+
+
+# ElectionType (org.apache.kafka.common.ElectionType) and ElectionTrigger.
+PREFERRED = 0
+UNCLEAN = 1
+ELECTION_TYPE_NAMES = {PREFERRED: "PREFERRED", UNCLEAN: "UNCLEAN"}
+ZK_TRIGGERED = "ZkTriggered"
+ADMIN_CLIENT_TRIGGERED = "AdminClientTriggered"
+AUTO_TRIGGERED = "AutoTriggered"
+
+
+class ReplicaLeaderElection(ControllerEvent):
+    """ElectLeaders (AdminClientTriggered, ``partitions`` given) or ``/admin/preferred_replica_election``
+    created (ZkTriggered, ``partitions`` None: read from the znode). ``callback`` gets
+    {(topic, partition): (error, leader)}."""
+    __slots__ = ("partitions", "election_type", "trigger", "callback")
+    state = ControllerState.ManualLeaderBalance
+
+    def __init__(self, partitions, election_type: int, trigger: str, callback=None):
+        self.partitions = partitions
+        self.election_type = election_type
+        self.trigger = trigger
+        self.callback = callback
+
+    def preempt(self) -> None:
+        if self.callback is not None:
+            self.callback({tp: (NOT_CONTROLLER, -1) for tp in (self.partitions or ())})
+
+    def __repr__(self) -> str:
+        n = "all" if self.partitions is None else len(self.partitions)
+        return f"ReplicaLeaderElection({ELECTION_TYPE_NAMES[self.election_type]}, {n} partitions, {self.trigger})"
+
+
+class AutoPreferredReplicaLeaderElection(_Singleton):
+    """The scheduled auto-leader-rebalance-task fired."""
+    __slots__ = ()
+    state = ControllerState.AutoLeaderBalance
+
+
+class TopicDeletion(_Singleton):
+    """The children of ``/admin/delete_topics`` changed."""
+    __slots__ = ()
+    state = ControllerState.TopicDeletion
+
+
+class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
+    """A StopReplica(delete=true) response for partitions of topics being deleted."""
+    __slots__ = ("replica_id", "request_error", "partition_errors")
+    state = ControllerState.TopicDeletion
+
+    def __init__(self, replica_id: int, request_error: str, partition_errors: dict):
+        self.replica_id = replica_id
+        self.request_error = request_error
+        self.partition_errors = partition_errors
+
+    def __repr__(self) -> str:
+        return (f"TopicDeletionStopReplicaResponseReceived({self.replica_id}, {self.request_error}, "
+                f"{len(self.partition_errors)} partitions)")
+
+
+class ZkPartitionReassignment(_Singleton):
+    """``/admin/reassign_partitions`` was created."""
+    __slots__ = ()
+    state = ControllerState.AlterPartitionReassignment
+
+
+class ApiPartitionReassignment(ControllerEvent):
+    """AlterPartitionReassignments: {(topic, partition): target replicas or None (cancel)};
+    ``callback`` gets (request error, {(topic, partition): error})."""
+    __slots__ = ("reassignments", "callback")
+    state = ControllerState.AlterPartitionReassignment
+
+    def __init__(self, reassignments: dict, callback=None):
+        self.reassignments = reassignments
+        self.callback = callback
+
+    def preempt(self) -> None:
+        if self.callback is not None:
+            self.callback(NOT_CONTROLLER, {})
+
+    def __repr__(self) -> str:
+        return f"ApiPartitionReassignment({len(self.reassignments)} partitions)"
+
+
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The ``/state`` of a partition being reassigned changed (IBPs before AlterPartition)."""
+    __slots__ = ("partition",)
+    state = ControllerState.AlterPartitionReassignment
+
+    def __init__(self, partition: tuple):
+        self.partition = partition
+
+    def __repr__(self) -> str:
+        return f"PartitionReassignmentIsrChange({self.partition[0]}-{self.partition[1]})"
+
+
+class ListPartitionReassignments(ControllerEvent):
+    """ListPartitionReassignments; ``callback`` gets (error, {(topic, partition): ReplicaAssignment})."""
+    __slots__ = ("partitions", "callback")
+    state = ControllerState.ListPartitionReassignment
+
+    def __init__(self, partitions, callback):
+        self.partitions = partitions
+        self.callback = callback
+
+    def preempt(self) -> None:
+        self.callback(NOT_CONTROLLER, {})
+
+
 # Kafka's error codes, by name (org.apache.kafka.common.protocol.Errors).
 NONE = "NONE"
 NOT_CONTROLLER = "NOT_CONTROLLER"
@@ -167,6 +291,14 @@ INELIGIBLE_REPLICA = "INELIGIBLE_REPLICA"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 STALE_CONTROLLER_EPOCH = "STALE_CONTROLLER_EPOCH"
 UNKNOWN_SERVER_ERROR = "UNKNOWN_SERVER_ERROR"
+BROKER_NOT_AVAILABLE = "BROKER_NOT_AVAILABLE"
+ELECTION_NOT_NEEDED = "ELECTION_NOT_NEEDED"
+PREFERRED_LEADER_NOT_AVAILABLE = "PREFERRED_LEADER_NOT_AVAILABLE"
+ELIGIBLE_LEADERS_NOT_AVAILABLE = "ELIGIBLE_LEADERS_NOT_AVAILABLE"
+INVALID_TOPIC_EXCEPTION = "INVALID_TOPIC_EXCEPTION"
+INVALID_REPLICA_ASSIGNMENT = "INVALID_REPLICA_ASSIGNMENT"
+NO_REASSIGNMENT_IN_PROGRESS = "NO_REASSIGNMENT_IN_PROGRESS"
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
 
 
 class AlterPartitionResponse:

@@ -20,20 +20,23 @@ import structlog
 from controller.config import KafkaConfig
 from controller.context import ControllerContext
 from controller.controller_events import (
-    FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NOT_CONTROLLER,
-    STALE_BROKER_EPOCH, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived, AlterPartitionResponse, BrokerChange,
-    BrokerModifications, ControllerChange, Expire, IsrChangeNotification, PartitionModifications, Reelect,
-    RegisterBrokerAndReelect, Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+    BROKER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NONE,
+    NOT_CONTROLLER, STALE_BROKER_EPOCH, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived,
+    AlterPartitionResponse, BrokerChange, BrokerModifications, ControlledShutdown, ControllerChange, Expire,
+    IsrChangeNotification, PartitionModifications, Reelect, RegisterBrokerAndReelect, Startup, TopicChange,
+    TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
 )
 from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from events.records import (
-    RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControllerElected, ControllerResigned,
-    LeaderAndIsrUpdated, LiveBrokersChanged,
+    RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControlledShutdownResponded,
+    ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LiveBrokersChanged,
 )
 from statemachines.errors import ControllerMovedError
 from statemachines.leader_and_isr import TopicPartition
-from statemachines.partition_state_machine import OfflinePartitionLeaderElectionStrategy, PartitionStateMachine
+from statemachines.partition_state_machine import (
+    ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy, PartitionStateMachine,
+)
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
     NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -146,6 +149,7 @@ class KafkaController:
             AlterPartitionReceived: self._process_alter_partition,
             UncleanLeaderElectionEnable: lambda e: self._process_unclean_leader_election_enable(),
             TopicUncleanLeaderElectionEnable: lambda e: self._process_topic_unclean_leader_election_enable(e.topic),
+            ControlledShutdown: self._process_controlled_shutdown,
         }
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -453,6 +457,62 @@ class KafkaController:
         self.journal.emit(LiveBrokersChanged, tuple(sorted(ctx.live_broker_epochs.items())),
                           tuple(sorted(ctx.shutting_down_broker_ids)))
 
+    # --- controlled shutdown (§4.6) ---------------------------------------------------------------------
+    def _process_controlled_shutdown(self, event: ControlledShutdown) -> None:
+        """Kafka's processControlledShutdown: any failure, a fenced write included, becomes the response's
+        error (Kafka wraps doControlledShutdown in a Try, so a ControllerMovedException does not resign here)."""
+        remaining: list[tuple] = []
+        try:
+            remaining = self._do_controlled_shutdown(event.broker_id, event.broker_epoch)
+            error = NONE
+        except _ControlledShutdownError as e:
+            error = e.code
+        except ControllerMovedError:
+            error = NOT_CONTROLLER
+        except Exception:
+            self._log.exception(f"Error processing controlled shutdown of broker {event.broker_id}")
+            error = UNKNOWN_SERVER_ERROR
+        remaining_tps = tuple(sorted(remaining))
+        self.journal.emit(ControlledShutdownResponded, event.broker_id, event.broker_epoch, error, remaining_tps)
+        event.callback(error, remaining_tps)
+
+    def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[tuple]:
+        if not self.is_active:
+            raise ControllerMovedError("Controller moved to another broker. Aborting controlled shutdown")
+        ctx = self.context
+        if broker_epoch != -1:  # AbstractControlRequest.UNKNOWN_BROKER_EPOCH: pre-KIP-380 brokers
+            cached = ctx.live_broker_epochs.get(broker_id)
+            if cached is None:
+                # liveBrokerIdAndEpochs(id) throws NoSuchElementException in Kafka.
+                raise KeyError(f"key not found: {broker_id}")
+            if broker_epoch < cached:
+                msg = (f"Received controlled shutdown request from an old broker epoch {broker_epoch} for broker "
+                       f"{broker_id}. Current broker epoch is {cached}.")
+                self._log.info(msg)
+                raise _ControlledShutdownError(STALE_BROKER_EPOCH, msg)
+        self._log.info(f"Shutting down broker {broker_id}")
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            raise _ControlledShutdownError(BROKER_NOT_AVAILABLE, f"Broker id {broker_id} does not exist.")
+        ctx.shutting_down_broker_ids.add(broker_id)
+        self._log.debug(f"All shutting down brokers: {_ids(ctx.shutting_down_broker_ids)}")
+        self._log.debug(f"Live brokers: {_ids(ctx.live_broker_ids)}")
+        led: list[tuple] = []
+        followed: list[tuple] = []
+        for tp in sorted(ctx.partitions_on_broker(broker_id)):
+            if (len(ctx.partition_replica_assignment(tp)) > 1 and ctx.has_leadership_info(tp)
+                    and not ctx.is_topic_queued_up_for_deletion(tp[0])):
+                (led if ctx.partition_leader(tp) == broker_id else followed).append(tp)
+        self.partition_state_machine.handle_state_changes(led, ONLINE_PARTITION,
+                                                          ControlledShutdownPartitionLeaderElectionStrategy())
+        batch = self.request_batch
+        batch.new_batch()
+        for tp in followed:
+            batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
+        batch.send_requests_to_brokers(ctx.epoch)
+        self.replica_state_machine.handle_state_changes([(t, p, broker_id) for t, p in followed], OFFLINE_REPLICA)
+        self._emit_live_brokers()
+        return ctx.partition_leaders_on_broker(broker_id)
+
     # --- topics (§4.5) --------------------------------------------------------------------------------
     def _process_topic_change(self) -> None:
         if not self.is_active:
@@ -651,6 +711,14 @@ class KafkaController:
             prefix + "FencedBrokerCount": 0,
             "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec": ctx.unclean_leader_elections,
         }
+
+
+class _ControlledShutdownError(Exception):
+    """StaleBrokerEpochException / BrokerNotAvailableException of doControlledShutdown, with their error code."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
 
 
 def _endpoints(info) -> tuple:

@@ -277,6 +277,51 @@ class ClusterCreated(NamedTuple):
     configs: tuple             # ((name, value), ...) sorted by name
 
 
+class BrokerStopped(NamedTuple):
+    """A broker shut down cleanly (after its controlled shutdown, if enabled): its controller candidate
+    resigned and it closed its store session, so its registration and any ``/controller`` it held are gone
+    at once (no session timeout)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+
+
+class ReassignmentRequested(NamedTuple):
+    """A partition reassignment was requested (KIP-455): through the AlterPartitionReassignments API
+    (``source`` "api") or by writing ``/admin/reassign_partitions`` (``source`` "zk", as
+    ``kafka-reassign-partitions.sh --execute`` did before 2.4). ``replicas`` None cancels."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    source: str                # "api" or "zk"
+    partitions: tuple          # ((topic, partition, replicas tuple or None), ...)
+
+
+class LeaderElectionRequested(NamedTuple):
+    """A leader election was requested: through the ElectLeaders API (``source`` "api", as
+    ``kafka-leader-election.sh`` does) or by writing ``/admin/preferred_replica_election`` (``source``
+    "zk"). ``partitions`` None means every partition."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    election_type: int         # Kafka's ElectionType: 0 PREFERRED, 1 UNCLEAN
+    source: str                # "api" or "zk"
+    partitions: tuple | None   # ((topic, partition), ...) or None for all
+
+
 FIRST_OUTPUT_KIND = 40
 
 # ---------------------------------------------------------------------------------------------
@@ -529,6 +574,50 @@ class ClusterSnapshot(NamedTuple):
     state: bytes
 
 
+class ControlledShutdownResponded(NamedTuple):
+    """The controller answered a ControlledShutdown request: ``error`` is Kafka's error name ("NONE" on
+    success) and ``remaining`` the partitions the broker still leads (the broker retries while any remain)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    broker_epoch: int
+    error: str
+    remaining: tuple           # ((topic, partition), ...)
+
+
+class LeaderElectionResponded(NamedTuple):
+    """The controller answered an ElectLeaders request, per partition: Kafka's error name ("NONE" when a
+    leader was elected) and the leader it now has (-1 when the election failed)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    election_type: int
+    error: str                 # request-level error ("NONE", "NOT_CONTROLLER")
+    results: tuple             # ((topic, partition, error, leader), ...)
+
+
+class ReassignmentResponded(NamedTuple):
+    """The controller answered an AlterPartitionReassignments request, per partition (Kafka's error names)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    error: str                 # request-level error ("NONE", "NOT_CONTROLLER")
+    results: tuple             # ((topic, partition, error), ...)
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -544,6 +633,9 @@ KINDS: dict[int, type] = {
     11: IsrChangeNotified,
     12: BrokerModified,
     13: ClusterCreated,
+    14: BrokerStopped,
+    15: ReassignmentRequested,
+    16: LeaderElectionRequested,
     40: ControllerElected,
     41: ReplicaTransition,
     42: PartitionTransition,
@@ -558,6 +650,9 @@ KINDS: dict[int, type] = {
     51: StateDigest,
     52: ViewSnapshot,
     53: ClusterSnapshot,
+    54: ControlledShutdownResponded,
+    55: LeaderElectionResponded,
+    56: ReassignmentResponded,
 }
 
 for _code, _cls in KINDS.items():
@@ -573,7 +668,9 @@ KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
 
 Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | BrokerKilled | ClockAdvanced
-          | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | ControllerElected
+          | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | BrokerStopped
+          | ReassignmentRequested | LeaderElectionRequested | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
-          | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot)
+          | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot | ControlledShutdownResponded
+          | LeaderElectionResponded | ReassignmentResponded)

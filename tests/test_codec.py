@@ -18,8 +18,13 @@ SPECIAL = {
     ("TopicCreated", "assignment"): st.lists(ids, max_size=5).map(tuple),
     ("TopicCreated", "configs"): st.lists(st.tuples(text, text), max_size=4).map(tuple),
     ("PartitionsAdded", "assignment"): st.lists(st.tuples(small, ids), max_size=4).map(tuple),
+    ("ReassignmentRequested", "partitions"): st.lists(st.tuples(text, small, st.none() | ids), max_size=4).map(tuple),
+    ("ControlledShutdownResponded", "remaining"): st.lists(st.tuples(text, small), max_size=4).map(tuple),
+    ("LeaderElectionResponded", "results"): st.lists(st.tuples(text, small, text, ints), max_size=4).map(tuple),
+    ("ReassignmentResponded", "results"): st.lists(st.tuples(text, small, text), max_size=4).map(tuple),
 }
 BY_ANNOTATION = {"int": ints, "str": text, "bool": st.booleans(), "tuple": ids, "str | None": st.none() | text,
+                 "tuple | None": st.none() | st.lists(st.tuples(text, small), max_size=4).map(tuple),
                  "bytes": st.binary(max_size=64)}
 
 
