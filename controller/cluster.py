@@ -6,8 +6,10 @@ admin client, a simulated clock and the journal. Every public action — start, 
 restart a broker, expire a session, let time pass, create a topic, add partitions, change a
 config, send an AlterPartition — is journaled as an input record and then carried out; the
 cluster then *settles*: the brokers' event queues are stepped round-robin in broker-id order
-until all are empty. Nothing reads the wall clock; two clusters given the same actions write
-the same records, byte for byte, and ``replay`` re-applies a log's inputs to a fresh cluster.
+until all are empty. Time moves only by actions; on its way it stops at every session timeout
+and every task the controllers scheduled (the auto leader rebalance), in time order. Nothing
+reads the wall clock; two clusters given the same actions write the same records, byte for
+byte, and ``replay`` re-applies a log's inputs to a fresh cluster.
 """
 from __future__ import annotations
 
@@ -20,8 +22,9 @@ import structlog
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
 from controller.controller_events import (
-    NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, AlterPartitionReceived, ControlledShutdown,
-    TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+    ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, UNCLEAN,
+    AlterPartitionReceived, ControlledShutdown, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
+    UncleanLeaderElectionEnable,
 )
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
@@ -30,7 +33,7 @@ from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
-    BrokerStopped, ControlledShutdownRequested,
+    BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested,
     UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
     ClusterSnapshot, IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
     ViewSnapshot,
@@ -291,11 +294,57 @@ class Cluster:
         body = tuple((t, p, le, tuple(isr), rs, pe) for (t, p), (le, isr, rs, pe) in sorted(partitions.items()))
         return self._input(at, AlterPartitionRequested, broker_id, epoch, body)
 
+    def catch_up_followers(self, at: int | None = None) -> dict[int, object]:
+        """Every live follower of the current leader epoch joins its partition's ISR: each leader sends one
+        AlterPartition with the expanded ISRs, as Kafka's leaders do once a follower reaches the log end.
+        (This cluster has no data plane, so followers catch up the moment they are asked to.) Returns
+        each leader's AlterPartition response."""
+        assignments = self.admin.get_full_replica_assignment_for_topics(self.admin.get_all_topics_in_cluster())
+        proposals: dict[int, dict] = {}
+        for tp in sorted(assignments):
+            for b in assignments[tp].replicas:
+                server = self.brokers.get(b)
+                state = server.leader_and_isr.get(tp) if server is not None and server.alive else None
+                if state is None or state[0] != b:
+                    continue
+                _, leader_epoch, isr, partition_epoch = state
+                joining = [r for r in assignments[tp].replicas if r not in isr and self._follows(r, tp, leader_epoch)]
+                if joining:
+                    proposals.setdefault(b, {})[tp] = (leader_epoch, tuple(isr) + tuple(joining), 0, partition_epoch)
+        responses = {}
+        for leader in sorted(proposals):
+            responses[leader] = self.alter_partition(leader, proposals[leader], at=at)
+            at = None
+        return responses
+
+    def _follows(self, broker_id: int, tp: tuple, leader_epoch: int) -> bool:
+        server = self.brokers.get(broker_id)
+        if server is None or not server.alive:
+            return False
+        state = server.leader_and_isr.get(tp)
+        return state is not None and state[1] == leader_epoch
+
     def notify_isr_change(self, broker_id: int, partitions: Mapping[tuple, Iterable[int]],
                           at: int | None = None) -> None:
         """The pre-2.7 path: the leader writes the new ISR to ``/state`` itself, then notifies the controller."""
         body = tuple((t, p, tuple(isr)) for (t, p), isr in sorted(partitions.items()))
         self._input(at, IsrChangeNotified, broker_id, body)
+
+    def elect_leaders(self, election_type: str = "preferred", partitions: Iterable[tuple] | None = None, *,
+                      via: str = "api", at: int | None = None) -> dict | None:
+        """Ask for leader elections as ``kafka-leader-election.sh --election-type preferred|unclean`` does
+        (the ElectLeaders API; ``partitions`` None means all), or, with ``via="zk"``, write
+        ``/admin/preferred_replica_election`` as the pre-2.4 tool did (preferred only). Returns
+        {(topic, partition): (error, leader)} for the API, None for the znode."""
+        types = {"preferred": PREFERRED, "unclean": UNCLEAN}
+        if election_type not in types:
+            raise ClusterError(f"election_type must be 'preferred' or 'unclean', not {election_type!r}")
+        if via not in ("api", "zk"):
+            raise ClusterError(f"via must be 'api' or 'zk', not {via!r}")
+        if via == "zk" and election_type != "preferred":
+            raise ClusterError("/admin/preferred_replica_election only triggers preferred elections")
+        body = None if partitions is None else tuple(sorted((t, int(p)) for t, p in partitions))
+        return self._input(at, LeaderElectionRequested, types[election_type], via, body)
 
     def checkpoint(self, snapshot: bool = True) -> str:
         """Record the digest of the whole cluster state (a StateDigest), preceded, with ``snapshot``, by
@@ -373,13 +422,27 @@ class Cluster:
         # sessions of dead brokers reach their deadlines.
         self._set_time(self.now)
         while True:
-            deadline = self.zk.next_session_deadline()
+            deadline = self._next_deadline()
             if deadline is None or deadline > target:
                 break
             self._set_time(max(self.now, deadline))
             self.zk.tick()
+            self._run_scheduled_tasks()
             self.settle()
         self._set_time(target)
+
+    def _next_deadline(self) -> int | None:
+        """The earliest session timeout or scheduled controller task."""
+        deadlines = [d for d in (self.zk.next_session_deadline(),
+                                 *(s.controller.scheduler.next_deadline() for s in self.brokers.values() if s.alive))
+                     if d is not None]
+        return min(deadlines, default=None)
+
+    def _run_scheduled_tasks(self) -> None:
+        for b in sorted(self.brokers):
+            server = self.brokers[b]
+            if server.alive:
+                server.controller.scheduler.run_due(self.now)
 
     def _set_time(self, now: int) -> None:
         self.now = now
@@ -433,6 +496,8 @@ class Cluster:
             self._running(rec.broker_id).stop()
         elif t is ControlledShutdownRequested:
             return self._controlled_shutdown(rec)
+        elif t is LeaderElectionRequested:
+            return self._elect_leaders(rec)
         elif t is BrokerSessionExpired:
             self.zk.expire_session(self._running(rec.broker_id).zk.session_id)
         elif t is ClockAdvanced:
@@ -471,6 +536,9 @@ class Cluster:
             self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
         elif cls is PartitionsAdded:
             self.admin.add_partitions(body[0], None, {p: list(r) for p, r in body[1]}, validate_only=True)
+        elif cls is LeaderElectionRequested and body[1] == "zk" and self.admin.path_exists(
+                "/admin/preferred_replica_election"):
+            raise ClusterError("a preferred replica election is already in progress (/admin/preferred_replica_election)")
         elif cls is ConfigChanged and body[0] == "topic" and not self.admin.topic_exists(body[1]):
             raise ClusterError(f"topic {body[1]} does not exist")
 
@@ -515,7 +583,13 @@ class Cluster:
         target.controller.event_manager.put(
             AlterPartitionReceived(server.broker_id, rec.broker_epoch, proposed, responses.append))
         self.settle()
-        return responses[0] if responses else None
+        if not responses:
+            return None
+        for tp, res in responses[0].partitions.items():
+            if isinstance(res, LeaderAndIsr) and server.alive:
+                # Partition.handleAlterPartitionUpdate: the leader adopts the state the controller stored.
+                server.leader_and_isr[tp] = (res.leader, res.leader_epoch, tuple(res.isr), res.partition_epoch)
+        return responses[0]
 
     def _controlled_shutdown(self, rec):
         self._running(rec.broker_id)
@@ -527,6 +601,24 @@ class Cluster:
         target.controller.event_manager.put(
             ControlledShutdown(rec.broker_id, rec.broker_epoch, lambda error, remaining: responses.append(
                 (error, remaining))))
+        self.settle()
+        return responses[0] if responses else None
+
+    def _all_partitions(self) -> list[tuple]:
+        assignments = self.admin.get_full_replica_assignment_for_topics(self.admin.get_all_topics_in_cluster())
+        return sorted(assignments)
+
+    def _elect_leaders(self, rec):
+        partitions = list(rec.partitions) if rec.partitions is not None else self._all_partitions()
+        if rec.source == "zk":
+            self.admin.create_preferred_replica_election(partitions)
+            return None
+        target = self.brokers.get(self.controller_id)
+        if target is None or not target.alive:
+            return None
+        responses: list = []
+        target.controller.event_manager.put(
+            ReplicaLeaderElection(partitions, rec.election_type, ADMIN_CLIENT_TRIGGERED, responses.append))
         self.settle()
         return responses[0] if responses else None
 

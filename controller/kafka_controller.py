@@ -20,22 +20,27 @@ import structlog
 from controller.config import KafkaConfig
 from controller.context import ControllerContext
 from controller.controller_events import (
-    BROKER_NOT_AVAILABLE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NONE,
-    NOT_CONTROLLER, STALE_BROKER_EPOCH, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived,
-    AlterPartitionResponse, BrokerChange, BrokerModifications, ControlledShutdown, ControllerChange, Expire,
-    IsrChangeNotification, PartitionModifications, Reelect, RegisterBrokerAndReelect, Startup, TopicChange,
-    TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+    ADMIN_CLIENT_TRIGGERED, AUTO_TRIGGERED, BROKER_NOT_AVAILABLE, ELECTION_NOT_NEEDED, ELECTION_TYPE_NAMES,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_TOPIC_EXCEPTION,
+    INVALID_UPDATE_VERSION, NONE, NOT_CONTROLLER, PREFERRED, PREFERRED_LEADER_NOT_AVAILABLE, STALE_BROKER_EPOCH,
+    UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, ZK_TRIGGERED, AlterPartitionReceived, AlterPartitionResponse,
+    AutoPreferredReplicaLeaderElection, BrokerChange, BrokerModifications, ControlledShutdown, ControllerChange,
+    Expire, IsrChangeNotification, PartitionModifications, Reelect, RegisterBrokerAndReelect, ReplicaLeaderElection,
+    Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
 )
 from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
+from controller.scheduler import ControllerScheduler
 from events.records import (
     RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControlledShutdownResponded,
-    ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LiveBrokersChanged,
+    ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LeaderElectionResponded, LiveBrokersChanged,
 )
-from statemachines.errors import ControllerMovedError
+from statemachines import election
+from statemachines.errors import ControllerMovedError, StateChangeFailedError
 from statemachines.leader_and_isr import TopicPartition
 from statemachines.partition_state_machine import (
     ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy, PartitionStateMachine,
+    PreferredReplicaPartitionLeaderElectionStrategy,
 )
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
@@ -49,6 +54,8 @@ BROKER_IDS_PATH = "/brokers/ids"
 TOPICS_PATH = "/brokers/topics"
 CONTROLLER_PATH = "/controller"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
+AUTO_LEADER_REBALANCE_TASK = "auto-leader-rebalance-task"
 
 
 def _ids(xs: Iterable[int]) -> str:
@@ -125,6 +132,7 @@ class KafkaController:
             journal, broker_config=config, topic_configs=self._topic_configs,
             leader_recovery_supported=config.leader_recovery_supported)
         self.event_manager = ControllerEventManager(broker_id, self, clock)
+        self.scheduler = ControllerScheduler(clock)
         self.active_controller_id = -1
         self._was_controller = False  # between onControllerFailover and onControllerResignation
         self._log = _log.bind(controller_id=broker_id)
@@ -134,6 +142,8 @@ class KafkaController:
         self._broker_change_handler = _Handler(BROKER_IDS_PATH, put, on_child_change=BrokerChange)
         self._topic_change_handler = _Handler(TOPICS_PATH, put, on_child_change=TopicChange)
         self._isr_change_handler = _Handler(ISR_CHANGE_NOTIFICATION_PATH, put, on_child_change=IsrChangeNotification)
+        self._preferred_replica_election_handler = _Handler(
+            PREFERRED_REPLICA_ELECTION_PATH, put, on_create=lambda: ReplicaLeaderElection(None, PREFERRED, ZK_TRIGGERED))
         self._state_change_handler = _StateChangeHandler(self)
         self._dispatch = {
             Startup: self._process_startup,
@@ -150,6 +160,8 @@ class KafkaController:
             UncleanLeaderElectionEnable: lambda e: self._process_unclean_leader_election_enable(),
             TopicUncleanLeaderElectionEnable: lambda e: self._process_topic_unclean_leader_election_enable(e.topic),
             ControlledShutdown: self._process_controlled_shutdown,
+            ReplicaLeaderElection: self._process_replica_leader_election,
+            AutoPreferredReplicaLeaderElection: lambda e: self._process_auto_preferred_replica_leader_election(),
         }
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -189,12 +201,13 @@ class KafkaController:
             raise RuntimeError(f"controller {self.broker_id} has queued events; snapshot a settled cluster")
         znodes, children, states = self.zk.handler_paths()
         return [self.active_controller_id, self._was_controller, self.context.to_state(),
-                sorted(self.channel._correlation.items()), znodes, children, states]
+                sorted(self.channel._correlation.items()), znodes, children, states,
+                [self.scheduler.running, self.scheduler.pending()]]
 
     def load_state(self, state: list) -> None:
         """Restore ``to_state``: the context, and the store handlers as they were registered (their
         watches are restored with the store itself, so registering here reads nothing)."""
-        active, was_controller, context, correlation, znodes, children, states = state
+        active, was_controller, context, correlation, znodes, children, states, (running, tasks) = state
         self.active_controller_id, self._was_controller = active, was_controller
         self.context.load_state(context)
         for b in self.context.live_broker_epochs:
@@ -208,6 +221,13 @@ class KafkaController:
             self.zk.register_znode_child_change_handler(self._child_handler_for(path))
         for path in znodes:
             self.zk.register_znode_change_handler(self._znode_handler_for(path))
+        if running:
+            self.scheduler.startup()
+            now = int(self.clock())
+            for name, due in tasks:
+                if name != AUTO_LEADER_REBALANCE_TASK:
+                    raise ValueError(f"unknown scheduled task {name!r}")
+                self._schedule_auto_leader_rebalance_task(due - now)
 
     def _child_handler_for(self, path: str) -> _Handler:
         for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
@@ -218,6 +238,8 @@ class KafkaController:
     def _znode_handler_for(self, path: str) -> _Handler:
         if path == CONTROLLER_PATH:
             return self._controller_change_handler
+        if path == PREFERRED_REPLICA_ELECTION_PATH:
+            return self._preferred_replica_election_handler
         if path.startswith(f"{TOPICS_PATH}/"):
             topic = path[len(TOPICS_PATH) + 1:]
             return _Handler(path, self.event_manager.put, on_change=lambda: PartitionModifications(topic))
@@ -306,6 +328,7 @@ class KafkaController:
         self._log.info("Registering handlers")
         for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
             self.zk.register_znode_child_change_handler(handler)
+        self.zk.register_znode_change_handler_and_check_existence(self._preferred_replica_election_handler)
         epoch_zk_version = self.context.epoch_zk_version
         self._log.info("Deleting log dir event notifications")
         self.zk.delete_log_dir_event_notifications(self.zk.get_all_log_dir_event_notifications(), epoch_zk_version)
@@ -319,6 +342,12 @@ class KafkaController:
         self.replica_state_machine.startup()
         self.partition_state_machine.startup()
         self._log.info(f"Ready to serve as the new controller with epoch {self.context.epoch}")
+        pending = self._fetch_pending_preferred_replica_elections()
+        self._on_replica_election(pending, PREFERRED, ZK_TRIGGERED)
+        self._log.info("Starting the controller scheduler")
+        self.scheduler.startup()
+        if self.config.get_bool("auto.leader.rebalance.enable"):
+            self._schedule_auto_leader_rebalance_task(5_000)
 
     def _initialize_controller_context(self) -> None:
         ctx = self.context
@@ -353,6 +382,8 @@ class KafkaController:
             self.zk.unregister_znode_change_handler(f"{TOPICS_PATH}/{topic}")
         for b in list(ctx.live_broker_epochs):
             self.zk.unregister_znode_change_handler(f"{BROKER_IDS_PATH}/{b}")
+        self.zk.unregister_znode_change_handler(PREFERRED_REPLICA_ELECTION_PATH)
+        self.scheduler.shutdown()
         self.partition_state_machine.shutdown()
         self.replica_state_machine.shutdown()
         if self._was_controller:
@@ -512,6 +543,160 @@ class KafkaController:
         self.replica_state_machine.handle_state_changes([(t, p, broker_id) for t, p in followed], OFFLINE_REPLICA)
         self._emit_live_brokers()
         return ctx.partition_leaders_on_broker(broker_id)
+
+    # --- preferred and unclean leader elections (§4.7) ------------------------------------------------
+    def _fetch_pending_preferred_replica_elections(self) -> list[tuple]:
+        ctx = self.context
+        undergoing = self.zk.get_preferred_replica_election()
+        completed = []
+        for tp in undergoing:
+            replicas = ctx.partition_replica_assignment(tp)
+            if not replicas or ctx.partition_leader(tp) == replicas[0]:
+                completed.append(tp)
+        pending_ignoring_deletion = [tp for tp in undergoing if tp not in completed]
+        skipped = [tp for tp in pending_ignoring_deletion if ctx.is_topic_queued_up_for_deletion(tp[0])]
+        pending = [tp for tp in pending_ignoring_deletion if tp not in skipped]
+        self._log.info(f"Partitions undergoing preferred replica election: {_tps(undergoing)}")
+        self._log.info(f"Partitions that completed preferred replica election: {_tps(completed)}")
+        self._log.info(f"Skipping preferred replica election for partitions due to topic deletion: {_tps(skipped)}")
+        self._log.info(f"Resuming preferred replica election for partitions: {_tps(pending)}")
+        return pending
+
+    def _on_replica_election(self, partitions: list[tuple], election_type: int, trigger: str) -> dict:
+        """Kafka's onReplicaElection: tp -> new LeaderAndIsr, or the exception of a failed election."""
+        self._log.info(f"Starting replica leader election ({ELECTION_TYPE_NAMES[election_type]}) for partitions "
+                       f"{_tps(partitions)} triggered by {trigger}")
+        try:
+            strategy = (PreferredReplicaPartitionLeaderElectionStrategy() if election_type == PREFERRED
+                        # Unclean only when an admin asked for it.
+                        else OfflinePartitionLeaderElectionStrategy(trigger == ADMIN_CLIENT_TRIGGERED))
+            results = self.partition_state_machine.handle_state_changes(partitions, ONLINE_PARTITION, strategy)
+            if trigger != ADMIN_CLIENT_TRIGGERED:
+                for tp, res in results.items():
+                    if isinstance(res, Exception):
+                        self._log.error(f"Error completing replica leader election "
+                                        f"({ELECTION_TYPE_NAMES[election_type]}) for partition {TopicPartition(*tp)}",
+                                        error=f"{type(res).__name__}: {res}")
+            return results
+        finally:
+            if trigger != ADMIN_CLIENT_TRIGGERED:
+                self._remove_partitions_from_preferred_replica_election(partitions, trigger == AUTO_TRIGGERED)
+
+    def _remove_partitions_from_preferred_replica_election(self, partitions: list[tuple], auto: bool) -> None:
+        ctx = self.context
+        for tp in partitions:
+            leader = ctx.partition_leader(tp)
+            preferred = ctx.partition_replica_assignment(tp)[0]
+            if leader == preferred:
+                self._log.info(f"Partition {TopicPartition(*tp)} completed preferred replica leader election. "
+                               f"New leader is {preferred}")
+            else:
+                self._log.warning(f"Partition {TopicPartition(*tp)} failed to complete preferred replica leader "
+                                  f"election to {preferred}. Leader is still {leader}")
+        if not auto:
+            self.zk.delete_preferred_replica_election(ctx.epoch_zk_version)
+            # Detect future elections through the znode.
+            self.event_manager.put(ReplicaLeaderElection(None, PREFERRED, ZK_TRIGGERED))
+
+    def _process_replica_leader_election(self, event: ReplicaLeaderElection) -> None:
+        admin = event.trigger == ADMIN_CLIENT_TRIGGERED
+        if not self.is_active:
+            if admin:
+                self._respond_to_election(event, NOT_CONTROLLER, {tp: (NOT_CONTROLLER, -1) for tp in event.partitions})
+            return
+        # Registering the watch also tells whether the znode exists.
+        if not admin and not self.zk.register_znode_change_handler_and_check_existence(
+                self._preferred_replica_election_handler):
+            return
+        ctx = self.context
+        partitions = event.partitions if event.partitions is not None else self.zk.get_preferred_replica_election()
+        kind = ELECTION_TYPE_NAMES[event.election_type]
+        known = [tp for tp in partitions if ctx.partition_replica_assignment(tp)]
+        unknown = [tp for tp in partitions if not ctx.partition_replica_assignment(tp)]
+        for tp in unknown:
+            self._log.info(f"Skipping replica leader election ({kind}) for partition {TopicPartition(*tp)} by "
+                           f"{event.trigger} since it doesn't exist.")
+        being_deleted = [tp for tp in known if ctx.is_topic_queued_up_for_deletion(tp[0])]
+        live_partitions = [tp for tp in known if not ctx.is_topic_queued_up_for_deletion(tp[0])]
+        if being_deleted:
+            self._log.warning(f"Skipping replica leader election ({kind}) for partitions {_tps(being_deleted)} by "
+                              f"{event.trigger} since the respective topics are being deleted")
+        live = ctx.live_broker_ids
+        electable, already_valid = [], []
+        for tp in live_partitions:
+            leader = ctx.partition_leader(tp)
+            if event.election_type == PREFERRED:
+                needed = leader != ctx.partition_replica_assignment(tp)[0]
+            else:
+                needed = leader == -1 or leader not in live
+            (electable if needed else already_valid).append(tp)
+        results: dict = {}
+        for tp, res in self._on_replica_election(electable, event.election_type, event.trigger).items():
+            if isinstance(res, StateChangeFailedError):
+                results[tp] = (PREFERRED_LEADER_NOT_AVAILABLE if event.election_type == PREFERRED
+                               else ELIGIBLE_LEADERS_NOT_AVAILABLE, ctx.partition_leader(tp))
+            elif isinstance(res, Exception):
+                results[tp] = (getattr(res, "code", UNKNOWN_SERVER_ERROR), ctx.partition_leader(tp))
+            else:
+                results[tp] = (NONE, res.leader)
+        for tp in already_valid:
+            results[tp] = (ELECTION_NOT_NEEDED, ctx.partition_leader(tp))
+        for tp in being_deleted:
+            results[tp] = (INVALID_TOPIC_EXCEPTION, -1)
+        for tp in unknown:
+            results[tp] = (UNKNOWN_TOPIC_OR_PARTITION, -1)
+        if admin:
+            self._respond_to_election(event, NONE, results)
+
+    def _respond_to_election(self, event: ReplicaLeaderElection, error: str, results: dict) -> None:
+        body = tuple((t, p, err, leader) for (t, p), (err, leader) in sorted(results.items()))
+        self.journal.emit(LeaderElectionResponded, event.election_type, error, body)
+        if event.callback is not None:
+            event.callback(dict(sorted(results.items())))
+
+    def _schedule_auto_leader_rebalance_task(self, delay_ms: int) -> None:
+        self.scheduler.schedule_once(AUTO_LEADER_REBALANCE_TASK,
+                                     lambda: self.event_manager.put(AutoPreferredReplicaLeaderElection()), delay_ms)
+
+    def _process_auto_preferred_replica_leader_election(self) -> None:
+        if not self.is_active:
+            return
+        try:
+            self._log.info("Processing automatic preferred replica leader election")
+            self._check_and_trigger_auto_leader_rebalance()
+        finally:
+            self._schedule_auto_leader_rebalance_task(
+                1000 * self.config.get_int("leader.imbalance.check.interval.seconds"))
+
+    def _check_and_trigger_auto_leader_rebalance(self) -> None:
+        """Per preferred broker: when more than ``leader.imbalance.per.broker.percentage`` of the partitions
+        it should lead are led elsewhere, elect the preferred leader where it can lead."""
+        ctx = self.context
+        by_preferred: dict[int, list[tuple]] = {}
+        for tp in ctx.all_partitions():
+            if not ctx.is_topic_queued_up_for_deletion(tp[0]):
+                replicas = ctx.partition_replica_assignment(tp)
+                if replicas:
+                    by_preferred.setdefault(replicas[0], []).append(tp)
+        threshold = self.config.get_int("leader.imbalance.per.broker.percentage") / 100
+        for broker in sorted(by_preferred):
+            partitions = by_preferred[broker]
+            not_preferred = [tp for tp in partitions
+                             if ctx.has_leadership_info(tp) and ctx.partition_leader(tp) != broker]
+            ratio = len(not_preferred) / len(partitions)
+            self._log.debug(f"Leader imbalance ratio for broker {broker} is {ratio}")
+            if ratio > threshold:
+                candidates = [tp for tp in not_preferred
+                              if not ctx.is_topic_queued_up_for_deletion(tp[0]) and tp[0] in ctx.all_topics
+                              and self._can_preferred_replica_be_leader(tp)]
+                self._on_replica_election(candidates, PREFERRED, AUTO_TRIGGERED)
+
+    def _can_preferred_replica_be_leader(self, tp: tuple) -> bool:
+        ctx = self.context
+        assignment = ctx.partition_replica_assignment(tp)
+        live = [r for r in assignment if ctx.is_replica_online(r, tp)]
+        isr = ctx.partition_leadership_info(tp).leader_and_isr.isr
+        return election.preferred_replica_leader(assignment, isr, live) is not None
 
     # --- topics (§4.5) --------------------------------------------------------------------------------
     def _process_topic_change(self) -> None:
