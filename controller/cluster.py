@@ -28,7 +28,7 @@ from controller.controller_events import (
 )
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
-from controller.request_batch import BrokerRequest
+from controller.request_batch import BrokerRequest, BrokerResponse
 from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
@@ -476,10 +476,15 @@ class Cluster:
                 self._keys_cache.pop(next(iter(self._keys_cache)))
         return keys[1]
 
-    def _deliver(self, request: BrokerRequest) -> None:
+    def _deliver(self, request: BrokerRequest) -> BrokerResponse | None:
         server = self.brokers.get(request.broker_id)
-        if server is not None and server.alive:
-            server.handle_request(request)
+        if server is None or not server.alive:
+            return None
+        error = server.handle_request(request)
+        if request.api != API_STOP_REPLICA:
+            return BrokerResponse(request.api, request.broker_id, request.correlation_id, error, {})
+        return BrokerResponse(request.api, request.broker_id, request.correlation_id, error,
+                              {(p.topic, p.partition): error for p in request.partitions})
 
     def _carry_out(self, rec) -> object:
         t = type(rec)

@@ -33,8 +33,22 @@ class BrokerRequest(NamedTuple):
     live_brokers: tuple
 
 
+class BrokerResponse(NamedTuple):
+    """A broker's answer to a request: Kafka's error names, for the request and per (topic, partition)."""
+    api: int
+    broker_id: int
+    correlation_id: int
+    error: str
+    partition_errors: dict
+
+
 class ControllerChannel:
-    """Where requests go: per-broker correlation ids and a sink (a simulated network, or a list)."""
+    """Where requests go: per-broker correlation ids and a sink (a simulated network, or a list).
+
+    ``send`` may return the broker's :class:`BrokerResponse` at once (an in-process cluster), or
+    return None and have the transport call ``receive`` later (a simulated network); either way
+    the response reaches the callback the request was sent with.
+    """
 
     def __init__(self, send: Callable[[BrokerRequest], object] | None = None):
         self.sent: list[BrokerRequest] | None = None
@@ -43,14 +57,29 @@ class ControllerChannel:
             send = self.sent.append
         self._send = send
         self._correlation: dict[int, int] = {}
+        self._callbacks: dict[tuple[int, int], Callable[[BrokerResponse], object]] = {}
 
     def next_correlation_id(self, broker_id: int) -> int:
         c = self._correlation.get(broker_id, 0)
         self._correlation[broker_id] = c + 1
         return c
 
-    def send(self, request: BrokerRequest) -> None:
-        self._send(request)
+    def send(self, request: BrokerRequest, callback: Callable[[BrokerResponse], object] | None = None) -> None:
+        if callback is not None:
+            self._callbacks[(request.broker_id, request.correlation_id)] = callback
+        response = self._send(request)
+        if isinstance(response, BrokerResponse):
+            self.receive(response)
+
+    def receive(self, response: BrokerResponse) -> None:
+        callback = self._callbacks.pop((response.broker_id, response.correlation_id), None)
+        if callback is not None:
+            callback(response)
+
+    def remove_broker(self, broker_id: int) -> None:
+        """Requests to a broker that went away get no response (Kafka's RequestSendThread is stopped)."""
+        for key in [k for k in self._callbacks if k[0] == broker_id]:
+            del self._callbacks[key]
 
 
 class IllegalBatchStateError(RuntimeError):
@@ -60,11 +89,15 @@ class IllegalBatchStateError(RuntimeError):
 class ControllerBrokerRequestBatch:
     """Collects requests for one round of state changes, then sends them per broker."""
 
-    def __init__(self, controller_id: int, context, journal, channel: ControllerChannel):
+    def __init__(self, controller_id: int, context, journal, channel: ControllerChannel,
+                 on_topic_deletion_stop_replica_response: Callable[[int, str, dict], object] | None = None):
         self.controller_id = controller_id
         self.context = context
         self.journal = journal
         self.channel = channel
+        # Called with (broker id, request error, {tp: error}) for StopReplica(delete=true) responses of
+        # partitions whose topic deletion is in progress (Kafka enqueues TopicDeletionStopReplicaResponseReceived).
+        self.on_topic_deletion_stop_replica_response = on_topic_deletion_stop_replica_response
         self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
         self.stop_replica_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
         self.update_metadata_brokers: set[int] = set()
@@ -168,7 +201,7 @@ class ControllerBrokerRequestBatch:
             self.clear()
         return sent
 
-    def _request(self, api, broker, epoch, partitions, leaders, deletes, live_brokers, sent) -> None:
+    def _request(self, api, broker, epoch, partitions, leaders, deletes, live_brokers, sent, callback=None) -> None:
         ctx = self.context
         broker_epoch = ctx.live_broker_epochs.get(broker, -1)
         correlation_id = self.channel.next_correlation_id(broker)
@@ -177,7 +210,7 @@ class ControllerBrokerRequestBatch:
         req = BrokerRequest(api, broker, broker_epoch, self.controller_id, epoch, correlation_id,
                             tuple(partitions), live_brokers)
         sent.append(req)
-        self.channel.send(req)
+        self.channel.send(req, callback)
 
     def _emit_partitions(self, cls, lead: tuple, states: dict[tuple, tuple]) -> list:
         """One record per partition state: ``lead`` fields, then topic, partition, then the state's fields."""
@@ -218,4 +251,17 @@ class ControllerBrokerRequestBatch:
                 continue
             recs = self._emit_partitions(StopReplicaPartition, (broker,), self.stop_replica_requests[broker])
             deletes = sum(1 for rec in recs if rec.delete_partition)
-            self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent)
+            callback = None
+            if deletes and self.on_topic_deletion_stop_replica_response is not None:
+                deleted = {(rec.topic, rec.partition) for rec in recs if rec.delete_partition}
+                callback = self._stop_replica_callback(broker, deleted)
+            self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent, callback)
+
+    def _stop_replica_callback(self, broker: int, deleted: set) -> Callable[[BrokerResponse], None]:
+        def on_response(response: BrokerResponse) -> None:
+            ctx = self.context
+            errors = {tp: err for tp, err in sorted(response.partition_errors.items())
+                      if tp in deleted and ctx.is_topic_deletion_in_progress(tp[0])}
+            if errors:
+                self.on_topic_deletion_stop_replica_response(broker, response.error, errors)
+        return on_response
