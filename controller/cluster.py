@@ -22,10 +22,12 @@ import structlog
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
 from controller.controller_events import (
-    ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, UNCLEAN,
-    AlterPartitionReceived, ControlledShutdown, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
+    ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH,
+    AlterPartitionReceived, ApiPartitionReassignment, ControlledShutdown, ListPartitionReassignments,
+    ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
     UncleanLeaderElectionEnable,
 )
+from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
@@ -33,7 +35,7 @@ from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
-    BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested,
+    BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested, ReassignmentRequested, TopicDeletionRequested,
     UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
     ClusterSnapshot, IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
     ViewSnapshot,
@@ -279,6 +281,35 @@ class Cluster:
             assignment = {len(existing) + i: r for i, r in enumerate(new)}
         self._input(at, PartitionsAdded, topic, tuple((p, tuple(r)) for p, r in sorted(assignment.items())))
 
+    def delete_topic(self, topic: str, at: int | None = None) -> None:
+        """Mark a topic for deletion as ``kafka-topics.sh --delete`` does (``/admin/delete_topics/<topic>``);
+        the controller's TopicDeletionManager does the rest."""
+        self._input(at, TopicDeletionRequested, topic)
+
+    def reassign_partitions(self, reassignment: Mapping[tuple, Iterable[int] | None], *, via: str = "api",
+                            at: int | None = None) -> tuple[str, dict] | None:
+        """Start (or, with None as the target, cancel) partition reassignments (KIP-455):
+        ``{(topic, partition): target replicas}``. ``via="api"`` is the AlterPartitionReassignments API that
+        ``kafka-reassign-partitions.sh --execute`` uses since 2.4; it returns (error, {tp: error}).
+        ``via="zk"`` writes ``/admin/reassign_partitions`` as the older tool did, after the tool's checks."""
+        if via not in ("api", "zk"):
+            raise ClusterError(f"via must be 'api' or 'zk', not {via!r}")
+        body = tuple((t, int(p), None if r is None else tuple(int(b) for b in r))
+                     for (t, p), r in sorted(reassignment.items()))
+        return self._input(at, ReassignmentRequested, via, body)
+
+    def list_reassignments(self, partitions: Iterable[tuple] | None = None) -> dict | None:
+        """ListPartitionReassignments (reads the active controller's state; not an input):
+        {(topic, partition): ReplicaAssignment} of the partitions being reassigned."""
+        controller = self.controller
+        if controller is None:
+            return None
+        out: list = []
+        controller.event_manager.put(ListPartitionReassignments(
+            None if partitions is None else sorted(partitions), lambda error, result: out.append(result)))
+        self.settle()
+        return out[0] if out else None
+
     def set_config(self, entity_type: str, entity_name: str, name: str, value: object, at: int | None = None) -> None:
         """Change a broker default (``entity_type="broker"``, name "") or a topic override (value None deletes)."""
         if entity_type not in ("broker", "topic"):
@@ -336,7 +367,7 @@ class Cluster:
         (the ElectLeaders API; ``partitions`` None means all), or, with ``via="zk"``, write
         ``/admin/preferred_replica_election`` as the pre-2.4 tool did (preferred only). Returns
         {(topic, partition): (error, leader)} for the API, None for the znode."""
-        types = {"preferred": PREFERRED, "unclean": UNCLEAN}
+        types = {"preferred": PREFERRED, "unclean": UNCLEAN_ELECTION}
         if election_type not in types:
             raise ClusterError(f"election_type must be 'preferred' or 'unclean', not {election_type!r}")
         if via not in ("api", "zk"):
@@ -503,6 +534,10 @@ class Cluster:
             return self._controlled_shutdown(rec)
         elif t is LeaderElectionRequested:
             return self._elect_leaders(rec)
+        elif t is TopicDeletionRequested:
+            self.admin.create_delete_topic_path(rec.topic)
+        elif t is ReassignmentRequested:
+            return self._reassign(rec)
         elif t is BrokerSessionExpired:
             self.zk.expire_session(self._running(rec.broker_id).zk.session_id)
         elif t is ClockAdvanced:
@@ -541,6 +576,13 @@ class Cluster:
             self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
         elif cls is PartitionsAdded:
             self.admin.add_partitions(body[0], None, {p: list(r) for p, r in body[1]}, validate_only=True)
+        elif cls is TopicDeletionRequested:
+            if not self.admin.topic_exists(body[0]):
+                raise ClusterError(f"Topic '{body[0]}' does not exist as expected")
+            if self.admin.is_topic_marked_for_deletion(body[0]):
+                raise ClusterError(f"Topic {body[0]} is already marked for deletion")
+        elif cls is ReassignmentRequested and body[0] == "zk":
+            self._validate_zk_reassignment(body[1])
         elif cls is LeaderElectionRequested and body[1] == "zk" and self.admin.path_exists(
                 "/admin/preferred_replica_election"):
             raise ClusterError("a preferred replica election is already in progress (/admin/preferred_replica_election)")
@@ -624,6 +666,46 @@ class Cluster:
         responses: list = []
         target.controller.event_manager.put(
             ReplicaLeaderElection(partitions, rec.election_type, ADMIN_CLIENT_TRIGGERED, responses.append))
+        self.settle()
+        return responses[0] if responses else None
+
+    def _validate_zk_reassignment(self, partitions: tuple) -> None:
+        """The checks kafka-reassign-partitions.sh made before writing /admin/reassign_partitions."""
+        if self.admin.reassign_partitions_in_progress():
+            raise ClusterError("There is an existing assignment running.")
+        if not partitions:
+            raise ClusterError("Partition reassignment list cannot be empty")
+        tps = [(t, p) for t, p, _ in partitions]
+        if len(set(tps)) != len(tps):
+            raise ClusterError(f"Partition reassignment contains duplicate topic partitions: {tps}")
+        for t, p, replicas in partitions:
+            if replicas is None:
+                raise ClusterError(f"Cancelling a reassignment of {t}-{p} needs the AlterPartitionReassignments API")
+            if not replicas:
+                raise ClusterError(f"Partition replica list cannot be empty for {t}-{p}")
+            if len(set(replicas)) != len(replicas):
+                raise ClusterError(f"Partition replica lists may not contain duplicate entries: {t}-{p} contains "
+                                   f"{list(replicas)}")
+        existing = set(self._all_partitions())
+        missing = [f"{t}-{p}" for t, p in tps if (t, p) not in existing]
+        if missing:
+            raise ClusterError(f"The proposed assignment contains non-existent partitions: {missing}")
+        brokers = set(self.admin.get_all_broker_and_epochs_in_cluster())
+        unknown = sorted({b for _, _, r in partitions for b in r} - brokers)
+        if unknown:
+            raise ClusterError(f"The proposed assignment contains non-existent brokerIDs: {','.join(map(str, unknown))}")
+
+    def _reassign(self, rec):
+        reassignment = {(t, p): r for t, p, r in rec.partitions}
+        if rec.source == "zk":
+            self.admin.create_partition_reassignment(reassignment)
+            return None
+        target = self.brokers.get(self.controller_id)
+        if target is None or not target.alive:
+            return None
+        responses: list = []
+        target.controller.event_manager.put(ApiPartitionReassignment(
+            reassignment, lambda error, results: responses.append((error, results))))
         self.settle()
         return responses[0] if responses else None
 

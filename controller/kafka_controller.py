@@ -26,8 +26,13 @@ from controller.controller_events import (
     UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, ZK_TRIGGERED, AlterPartitionReceived, AlterPartitionResponse,
     AutoPreferredReplicaLeaderElection, BrokerChange, BrokerModifications, ControlledShutdown, ControllerChange,
     Expire, IsrChangeNotification, PartitionModifications, Reelect, RegisterBrokerAndReelect, ReplicaLeaderElection,
-    Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+    Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable, ApiPartitionReassignment,
+    ListPartitionReassignments, PartitionReassignmentIsrChange, TopicDeletion, TopicDeletionStopReplicaResponseReceived,
+    ZkPartitionReassignment,
 )
+from controller.partition_reassignment import REASSIGN_PARTITIONS_PATH, REASSIGNMENT_IN_PROGRESS, PartitionReassignmentMixin
+from controller.topic_deletion_manager import TopicDeletionManager
+from controller.zk_data import topic_partition_state_path
 from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from controller.scheduler import ControllerScheduler
@@ -45,7 +50,6 @@ from statemachines.partition_state_machine import (
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
     NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
-    REPLICA_DELETION_INELIGIBLE,
 )
 
 _log = structlog.get_logger("kcontroller.controller")
@@ -55,6 +59,7 @@ TOPICS_PATH = "/brokers/topics"
 CONTROLLER_PATH = "/controller"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
+DELETE_TOPICS_PATH = "/admin/delete_topics"
 AUTO_LEADER_REBALANCE_TASK = "auto-leader-rebalance-task"
 
 
@@ -104,7 +109,30 @@ class _StateChangeHandler:
         self._controller.event_manager.put(RegisterBrokerAndReelect())
 
 
-class KafkaController:
+class _ControllerDeletionClient:
+    """Kafka's ControllerDeletionClient: what the TopicDeletionManager asks of the controller and the store."""
+
+    def __init__(self, controller: KafkaController):
+        self._controller = controller
+
+    def delete_topic(self, topic: str, epoch_zk_version: int) -> None:
+        zk = self._controller.zk
+        zk.delete_topic_znode(topic, epoch_zk_version)
+        zk.delete_topic_configs([topic], epoch_zk_version)
+        zk.delete_topic_deletions([topic], epoch_zk_version)
+
+    def delete_topic_deletions(self, topics: list[str], epoch_zk_version: int) -> None:
+        self._controller.zk.delete_topic_deletions(topics, epoch_zk_version)
+
+    def mute_partition_modifications(self, topic: str) -> None:
+        self._controller.zk.unregister_znode_change_handler(f"{TOPICS_PATH}/{topic}")
+
+    def send_metadata_update(self, partitions: list[tuple]) -> None:
+        c = self._controller
+        c._send_update_metadata_request(c.context.live_or_shutting_down_broker_ids, partitions)
+
+
+class KafkaController(PartitionReassignmentMixin):
     """The controller candidate of broker ``broker_id``.
 
     ``zk`` is a ``controller.kafka_zk_client.KafkaZkClient`` (it also serves as the partition
@@ -123,12 +151,14 @@ class KafkaController:
         self._register_broker = register_broker
         self.context = ControllerContext()
         self.channel = ControllerChannel(send)
-        self.request_batch = ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel)
+        on_deleted = self._on_topic_deletion_stop_replica_response
+        self.request_batch = ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted)
         self.replica_state_machine = ReplicaStateMachine(
-            broker_id, self.context, zk, ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel),
-            journal)
+            broker_id, self.context, zk,
+            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted), journal)
         self.partition_state_machine = PartitionStateMachine(
-            broker_id, self.context, zk, ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel),
+            broker_id, self.context, zk,
+            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted),
             journal, broker_config=config, topic_configs=self._topic_configs,
             leader_recovery_supported=config.leader_recovery_supported)
         self.event_manager = ControllerEventManager(broker_id, self, clock)
@@ -136,6 +166,9 @@ class KafkaController:
         self.active_controller_id = -1
         self._was_controller = False  # between onControllerFailover and onControllerResignation
         self._log = _log.bind(controller_id=broker_id)
+        self.topic_deletion_manager = TopicDeletionManager(
+            config, self.context, self.replica_state_machine, self.partition_state_machine,
+            _ControllerDeletionClient(self), log=self._log)
         put = self.event_manager.put
         self._controller_change_handler = _Handler(CONTROLLER_PATH, put, on_create=ControllerChange,
                                                    on_delete=Reelect, on_change=ControllerChange)
@@ -144,6 +177,9 @@ class KafkaController:
         self._isr_change_handler = _Handler(ISR_CHANGE_NOTIFICATION_PATH, put, on_child_change=IsrChangeNotification)
         self._preferred_replica_election_handler = _Handler(
             PREFERRED_REPLICA_ELECTION_PATH, put, on_create=lambda: ReplicaLeaderElection(None, PREFERRED, ZK_TRIGGERED))
+        self._partition_reassignment_handler = _Handler(REASSIGN_PARTITIONS_PATH, put,
+                                                        on_create=ZkPartitionReassignment)
+        self._topic_deletion_handler = _Handler(DELETE_TOPICS_PATH, put, on_child_change=TopicDeletion)
         self._state_change_handler = _StateChangeHandler(self)
         self._dispatch = {
             Startup: self._process_startup,
@@ -162,6 +198,12 @@ class KafkaController:
             ControlledShutdown: self._process_controlled_shutdown,
             ReplicaLeaderElection: self._process_replica_leader_election,
             AutoPreferredReplicaLeaderElection: lambda e: self._process_auto_preferred_replica_leader_election(),
+            TopicDeletion: lambda e: self._process_topic_deletion(),
+            TopicDeletionStopReplicaResponseReceived: self._process_topic_deletion_stop_replica_response_received,
+            ZkPartitionReassignment: lambda e: self._process_zk_partition_reassignment(),
+            ApiPartitionReassignment: self._process_api_partition_reassignment,
+            PartitionReassignmentIsrChange: self._process_partition_reassignment_isr_change,
+            ListPartitionReassignments: self._process_list_partition_reassignments,
         }
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -230,7 +272,8 @@ class KafkaController:
                 self._schedule_auto_leader_rebalance_task(due - now)
 
     def _child_handler_for(self, path: str) -> _Handler:
-        for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
+        for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler,
+                        self._topic_deletion_handler):
             if handler.path == path:
                 return handler
         raise ValueError(f"no child handler for {path}")
@@ -240,6 +283,11 @@ class KafkaController:
             return self._controller_change_handler
         if path == PREFERRED_REPLICA_ELECTION_PATH:
             return self._preferred_replica_election_handler
+        if path == REASSIGN_PARTITIONS_PATH:
+            return self._partition_reassignment_handler
+        if path.startswith(f"{TOPICS_PATH}/") and path.endswith("/state"):
+            _, _, _, topic, _, p, _ = path.split("/")
+            return self._reassignment_isr_change_handler((topic, int(p)))
         if path.startswith(f"{TOPICS_PATH}/"):
             topic = path[len(TOPICS_PATH) + 1:]
             return _Handler(path, self.event_manager.put, on_change=lambda: PartitionModifications(topic))
@@ -326,9 +374,11 @@ class KafkaController:
     # --- failover and resignation (§4.2) -------------------------------------------------------------
     def _on_controller_failover(self) -> None:
         self._log.info("Registering handlers")
-        for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler):
+        for handler in (self._broker_change_handler, self._topic_change_handler, self._topic_deletion_handler,
+                        self._isr_change_handler):
             self.zk.register_znode_child_change_handler(handler)
         self.zk.register_znode_change_handler_and_check_existence(self._preferred_replica_election_handler)
+        self.zk.register_znode_change_handler_and_check_existence(self._partition_reassignment_handler)
         epoch_zk_version = self.context.epoch_zk_version
         self._log.info("Deleting log dir event notifications")
         self.zk.delete_log_dir_event_notifications(self.zk.get_all_log_dir_event_notifications(), epoch_zk_version)
@@ -336,18 +386,35 @@ class KafkaController:
         self.zk.delete_isr_change_notifications(self.zk.get_all_isr_change_notifications(), epoch_zk_version)
         self._log.info("Initializing controller context")
         self._initialize_controller_context()
+        self._log.info("Fetching topic deletions in progress")
+        to_delete, ineligible = self._fetch_topic_deletions_in_progress()
+        self._log.info("Initializing topic deletion manager")
+        self.topic_deletion_manager.init(to_delete, ineligible)
         self._was_controller = True
         self._log.info("Sending update metadata request")
         self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, ())
         self.replica_state_machine.startup()
         self.partition_state_machine.startup()
         self._log.info(f"Ready to serve as the new controller with epoch {self.context.epoch}")
+        self._initialize_partition_reassignments()
+        self.topic_deletion_manager.try_topic_deletion()
         pending = self._fetch_pending_preferred_replica_elections()
         self._on_replica_election(pending, PREFERRED, ZK_TRIGGERED)
         self._log.info("Starting the controller scheduler")
         self.scheduler.startup()
         if self.config.get_bool("auto.leader.rebalance.enable"):
             self._schedule_auto_leader_rebalance_task(5_000)
+
+    def _fetch_topic_deletions_in_progress(self) -> tuple[list[str], list[str]]:
+        ctx = self.context
+        to_delete = sorted(self.zk.get_topic_deletions())
+        with_offline = {t for t in ctx.all_topics
+                        if any(not ctx.is_replica_online(r, (t, p)) for t, p, r in ctx.replicas_for_topic(t))}
+        reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
+        ineligible = sorted(with_offline | reassigning)
+        self._log.info(f"List of topics to be deleted: {','.join(to_delete)}")
+        self._log.info(f"List of topics ineligible for deletion: {','.join(ineligible)}")
+        return to_delete, ineligible
 
     def _initialize_controller_context(self) -> None:
         ctx = self.context
@@ -376,8 +443,12 @@ class KafkaController:
 
     def _on_controller_resignation(self) -> None:
         ctx = self.context
-        for handler in (self._isr_change_handler, self._broker_change_handler, self._topic_change_handler):
+        for handler in (self._isr_change_handler, self._broker_change_handler, self._topic_change_handler,
+                        self._topic_deletion_handler):
             self.zk.unregister_znode_child_change_handler(handler.path)
+        self.zk.unregister_znode_change_handler(REASSIGN_PARTITIONS_PATH)
+        self._unregister_partition_reassignment_isr_change_handlers()
+        self.topic_deletion_manager.reset()
         for topic in list(ctx.topics):
             self.zk.unregister_znode_change_handler(f"{TOPICS_PATH}/{topic}")
         for b in list(ctx.live_broker_epochs):
@@ -439,6 +510,13 @@ class KafkaController:
         replicas = ctx.replicas_on_brokers(new_set)
         self.replica_state_machine.handle_state_changes(replicas, ONLINE_REPLICA)
         self.partition_state_machine.trigger_online_partition_state_change()
+        self._maybe_resume_reassignments(lambda tp, a: any(r in new_set for r in a.target_replicas))
+        for_deletion = sorted({r[0] for r in replicas if self.topic_deletion_manager.is_topic_queued_up_for_deletion(r[0])})
+        if for_deletion:
+            self._log.info(f"Some replicas {','.join(f'[Topic={t},Partition={p},Replica={b}]' for t, p, b in replicas if t in for_deletion)} "
+                           f"for topics scheduled for deletion {','.join(for_deletion)} are on the newly restarted brokers "
+                           f"{_ids(new_brokers)}. Signaling restart of topic deletion for these topics")
+            self.topic_deletion_manager.resume_deletion_for_topics(for_deletion)
         self._register_broker_modifications_handlers(new_brokers)
 
     def _on_broker_failure(self, dead_brokers: list[int]) -> None:
@@ -468,9 +546,7 @@ class KafkaController:
             self._send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, ())
 
     def _fail_replica_deletion(self, replicas: list[tuple]) -> None:
-        """TopicDeletionManager.failReplicaDeletion: replicas of topics queued for deletion become ineligible."""
-        self.replica_state_machine.handle_state_changes(replicas, REPLICA_DELETION_INELIGIBLE)
-        self.context.topics_ineligible_for_deletion.update(r[0] for r in replicas)
+        self.topic_deletion_manager.fail_replica_deletion(replicas)
 
     def _process_broker_modification(self, broker_id: int) -> None:
         if not self.is_active:
@@ -698,6 +774,53 @@ class KafkaController:
         isr = ctx.partition_leadership_info(tp).leader_and_isr.isr
         return election.preferred_replica_leader(assignment, isr, live) is not None
 
+    # --- topic deletion (§5) ----------------------------------------------------------------------------
+    def _process_topic_deletion(self) -> None:
+        if not self.is_active:
+            return
+        ctx = self.context
+        to_delete = set(self.zk.get_topic_deletions())
+        self._log.debug(f"Delete topics listener fired for topics {','.join(sorted(to_delete))} to be deleted")
+        non_existent = sorted(to_delete - ctx.all_topics)
+        if non_existent:
+            self._log.warning(f"Ignoring request to delete non-existing topics {','.join(non_existent)}")
+            self.zk.delete_topic_deletions(non_existent, ctx.epoch_zk_version)
+        to_delete = sorted(to_delete - set(non_existent))
+        if self.config.get_bool("delete.topic.enable"):
+            if to_delete:
+                self._log.info(f"Starting topic deletion for topics {','.join(to_delete)}")
+                reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
+                for topic in to_delete:
+                    if topic in reassigning:
+                        self.topic_deletion_manager.mark_topic_ineligible_for_deletion([topic], REASSIGNMENT_IN_PROGRESS)
+                self.topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
+        else:
+            self._log.info(f"Removing {set(to_delete)} since delete topic is disabled")
+            self.zk.delete_topic_deletions(to_delete, ctx.epoch_zk_version)
+
+    def _on_topic_deletion_stop_replica_response(self, broker_id: int, request_error: str, errors: dict) -> None:
+        """A StopReplica(delete=true) response (the request batch's callback): queue it as Kafka does."""
+        self.event_manager.put(TopicDeletionStopReplicaResponseReceived(broker_id, request_error, errors))
+
+    def _process_topic_deletion_stop_replica_response_received(
+            self, event: TopicDeletionStopReplicaResponseReceived) -> None:
+        if not self.is_active:
+            return
+        self._log.debug(f"Delete topic callback invoked on StopReplica response received from broker "
+                        f"{event.replica_id}: request error = {event.request_error}, partition errors = "
+                        f"{event.partition_errors}")
+        errors = event.partition_errors
+        in_error = sorted(errors) if event.request_error != NONE else sorted(tp for tp, e in errors.items() if e != NONE)
+        self.topic_deletion_manager.fail_replica_deletion([(t, p, event.replica_id) for t, p in in_error])
+        if len(in_error) != len(errors):
+            deleted = sorted(set(errors) - set(in_error))
+            self.topic_deletion_manager.complete_replica_deletion([(t, p, event.replica_id) for t, p in deleted])
+
+    # --- reassignment store watches -------------------------------------------------------------------
+    def _reassignment_isr_change_handler(self, tp: tuple) -> _Handler:
+        return _Handler(topic_partition_state_path(tp), self.event_manager.put,
+                        on_change=lambda: PartitionReassignmentIsrChange(tp))
+
     # --- topics (§4.5) --------------------------------------------------------------------------------
     def _process_topic_change(self) -> None:
         if not self.is_active:
@@ -767,6 +890,9 @@ class KafkaController:
             if partitions:
                 self._update_leader_and_isr_cache(partitions, reason=UPDATE_ISR_NOTIFICATION)
                 self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, partitions)
+                for tp in partitions:
+                    if tp in self.context.partitions_being_reassigned:
+                        self._maybe_complete_reassignment(tp)
         finally:
             self.zk.delete_isr_change_notifications(names, self.context.epoch_zk_version)
 
@@ -835,6 +961,10 @@ class KafkaController:
         self._update_leader_and_isr_cache(sorted(successful), reason=UPDATE_ALTER_PARTITION)
         self._send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, sorted(event.partitions))
         event.callback(AlterPartitionResponse("NONE", dict(sorted(responses.items()))))
+        # After answering: a successful ISR expansion may complete a reassignment.
+        for tp, res in sorted(responses.items()):
+            if tp in ctx.partitions_being_reassigned and not isinstance(res, str):
+                self._maybe_complete_reassignment(tp)
 
     def _update_leader_and_isr_cache(self, partitions: list[tuple] | None = None, reason: int | None = None) -> None:
         """Read ``/state`` of the partitions (all if None) into the context. With ``reason``, record each
