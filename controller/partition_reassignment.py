@@ -22,7 +22,9 @@ from controller.controller_events import (
     ZkPartitionReassignment,
 )
 from controller.zk_data import topic_partition_state_path
-from events.records import UPDATE_REASSIGNMENT_EPOCH, LeaderAndIsrUpdated, ReassignmentResponded
+from events.records import (
+    UPDATE_REASSIGNMENT_EPOCH, LeaderAndIsrUpdated, ReassignmentResponded, ReplicaAssignmentChanged,
+)
 from statemachines.errors import ControllerMovedError, StateChangeFailedError
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAssignment, TopicPartition
 from statemachines.partition_state_machine import ReassignPartitionLeaderElectionStrategy
@@ -254,6 +256,8 @@ class PartitionReassignmentMixin:
         by_partition[tp] = assignment
         self.zk.set_topic_assignment(topic, self.zk.get_topic_ids([topic]).get(topic), by_partition,
                                      ctx.epoch_zk_version)
+        self.journal.emit(ReplicaAssignmentChanged, topic, tp[1], tuple(assignment.replicas),
+                          tuple(assignment.adding_replicas), tuple(assignment.removing_replicas))
         self._log.info(f"Successfully updated assignment of partition {TopicPartition(*tp)} to {assignment}")
 
     def _update_leader_epoch_and_send_request(self, tp: tuple, assignment: ReplicaAssignment) -> None:

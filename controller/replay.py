@@ -5,11 +5,12 @@ applied in order and every record the cluster writes is compared, as encoded byt
 record at the same offset in the original log. StateDigest records are recomputed where the
 original has them, so the cluster state is compared too. The first difference stops the
 replay and is reported with its offset, the expected record and the record produced.
+``resume_log`` replays a log the same way and then lets the rebuilt cluster continue it.
 """
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import msgpack
@@ -67,6 +68,7 @@ class _Comparator:
         self._expected = expected
         self._ahead: deque = deque()
         self.compared = 0
+        self.forward = None  # once set, records go here instead of being compared
 
     def peek(self):
         if not self._ahead:
@@ -87,6 +89,9 @@ class _Comparator:
                 return rec
 
     def __call__(self, rec) -> None:
+        if self.forward is not None:
+            self.forward(rec)
+            return
         exp = self.peek()
         self._ahead.popleft()
         if exp is None or not _same(exp, rec):
@@ -97,7 +102,10 @@ class _Comparator:
 def replay_records(records: Iterable[tuple]) -> ReplayResult:
     """Replay a sequence of records: a whole log from its ClusterCreated record, or its tail from a
     ClusterSnapshot record (the cluster restarts from the snapshot)."""
-    cmp = _Comparator(iter(records))
+    return _replay(_Comparator(iter(records)))[0]
+
+
+def _replay(cmp: _Comparator) -> tuple[ReplayResult, Cluster | None]:
     first = cmp.peek()
     if type(first) not in (ClusterCreated, ClusterSnapshot):
         raise ClusterError("a replay starts at a ClusterCreated record (the log's first) or at a ClusterSnapshot")
@@ -115,7 +123,7 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
             if driver is None:
                 leftover = cmp.peek()
                 if leftover is not None:  # outputs after the last input that nothing wrote
-                    return ReplayResult(cmp.compared, inputs, Divergence(leftover.offset, leftover, None), None)
+                    return ReplayResult(cmp.compared, inputs, Divergence(leftover.offset, leftover, None), None), None
                 break
             if driver.is_input:
                 cluster.apply(driver)
@@ -125,10 +133,10 @@ def replay_records(records: Iterable[tuple]) -> ReplayResult:
             else:
                 cluster.checkpoint(snapshot=type(driver) is ViewSnapshot)
             if cmp.peek() is driver:  # the driver itself was not written where the log has it
-                return ReplayResult(cmp.compared, inputs, Divergence(driver.offset, driver, None), None)
+                return ReplayResult(cmp.compared, inputs, Divergence(driver.offset, driver, None), None), None
     except _Diverged as d:
-        return ReplayResult(cmp.compared, inputs, d.divergence, None)
-    return ReplayResult(cmp.compared, inputs, None, cluster.digest())
+        return ReplayResult(cmp.compared, inputs, d.divergence, None), None
+    return ReplayResult(cmp.compared, inputs, None, cluster.digest()), cluster
 
 
 def latest_cluster_snapshot(log_dir: str, at_or_before: int | None = None) -> int | None:
@@ -147,3 +155,20 @@ def replay_log(log_dir: str, *, from_snapshot: bool = False) -> ReplayResult:
     after the latest ClusterSnapshot (the whole log when there is none)."""
     start = latest_cluster_snapshot(log_dir) if from_snapshot else None
     return replay_records(LogReader(log_dir).records(start or 0))
+
+
+class ResumeError(RuntimeError):
+    """The log cannot be continued: its replay diverged, so the cluster it describes cannot be rebuilt."""
+
+
+def resume_log(log_dir: str, sink: Callable[[tuple], object]) -> Cluster:
+    """Rebuild the cluster a log describes (from its latest ClusterSnapshot, else from the start),
+    checking every record on the way as ``replay`` does, and return it with its records going to
+    ``sink`` from now on (e.g. a ``LogWriter`` opened on the same directory, to continue the log)."""
+    start = latest_cluster_snapshot(log_dir)
+    cmp = _Comparator(iter(LogReader(log_dir).records(start or 0)))
+    result, cluster = _replay(cmp)
+    if cluster is None:
+        raise ResumeError(f"{log_dir}: cannot continue this log: its replay diverged at {result.divergence}")
+    cmp.forward = sink
+    return cluster

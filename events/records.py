@@ -618,6 +618,23 @@ class ReassignmentResponded(NamedTuple):
     results: tuple             # ((topic, partition, error), ...)
 
 
+class ReplicaAssignmentChanged(NamedTuple):
+    """The controller wrote a partition's assignment to ``/brokers/topics/<topic>`` during a reassignment:
+    RS with the adding (AR) and removing (RR) replicas, or RS = TRS with both empty when it completed."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+    partition: int
+    replicas: tuple
+    adding_replicas: tuple
+    removing_replicas: tuple
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -653,6 +670,7 @@ KINDS: dict[int, type] = {
     54: ControlledShutdownResponded,
     55: LeaderElectionResponded,
     56: ReassignmentResponded,
+    57: ReplicaAssignmentChanged,
 }
 
 for _code, _cls in KINDS.items():
@@ -673,4 +691,4 @@ Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
           | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot | ControlledShutdownResponded
-          | LeaderElectionResponded | ReassignmentResponded)
+          | LeaderElectionResponded | ReassignmentResponded | ReplicaAssignmentChanged)

@@ -1,4 +1,5 @@
-"""The ``kcontroller`` command: ``demo`` runs the main job; ``log``, ``describe`` and ``replay`` read event logs."""
+"""The ``kcontroller`` command: ``demo`` runs the main job; ``log``, ``describe`` and ``replay`` read event logs;
+the commands of ``kcontroller.cli_cluster`` drive the cluster a log describes (``new-cluster``, ``reassign``, ...)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +12,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
+from kcontroller import cli_cluster
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -68,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--at", type=int, metavar="OFFSET", help="state after the record at this offset")
     at.add_argument("--time", type=int, metavar="T", help="state at simulated time T (ms)")
     describe.add_argument("--json", action="store_true", help="print JSON instead of text")
+    cli_cluster.add_parsers(sub)
     return parser
 
 
@@ -145,11 +148,13 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level or ("critical" if args.command in ("demo", "replay") else "warning"))
+    quiet = ("demo", "replay", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
+    configure_logging(args.log_level or ("critical" if args.command in quiet else "warning"))
     try:
-        commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe}
+        commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
+                    **cli_cluster.COMMANDS}
         return commands[args.command](args)
-    except (LogError, ClusterError) as exc:
+    except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except (BrokenPipeError, KeyboardInterrupt):

@@ -1,0 +1,256 @@
+"""``kcontroller`` subcommands that drive the cluster an event log describes, and append to that log.
+
+``new-cluster`` starts a log; every other command here rebuilds the cluster from the log (its
+latest ClusterSnapshot plus the tail, every record checked as ``replay`` checks it), carries out
+one operator action as Kafka's tools would (``kafka-reassign-partitions.sh``,
+``kafka-leader-election.sh``, ``kafka-topics.sh --delete``, a broker's shutdown, ...), appends
+what happened to the log and prints the tool's answer. ``kcontroller log``/``describe`` then show it.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+
+from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json
+from controller.cluster import Cluster, ClusterError
+from controller.replay import ResumeError, resume_log
+from events.log import FsyncPolicy, LogWriter
+from statemachines.leader_and_isr import TopicPartition
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+
+def _tps(partitions) -> str:
+    return ",".join(str(TopicPartition(*tp)) for tp in partitions)
+
+
+def _config_pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for item in values or ():
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise ClusterError(f"{what} must look like NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
+@contextlib.contextmanager
+def continued_cluster(log_dir: str):
+    """The cluster of ``log_dir``, writing its new records to the end of that log."""
+    if not os.path.isdir(log_dir) or not os.listdir(log_dir):
+        raise ClusterError(f"{log_dir} holds no event log; start one with kcontroller new-cluster")
+    with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
+        yield resume_log(log_dir, writer.append)
+
+
+def add_parsers(sub) -> None:
+    def cluster_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("log_dir", metavar="LOG_DIR")
+        p.add_argument("--at", type=int, metavar="T", help="simulated time of the action in ms (default: the "
+                                                           "log's current time)")
+        return p
+
+    p = sub.add_parser("new-cluster", help="start an event log with a new cluster: brokers, configs, topics")
+    p.add_argument("log_dir", metavar="LOG_DIR")
+    p.add_argument("--brokers", type=int, default=3, help="broker ids 0..N-1 (default: %(default)s)")
+    p.add_argument("--config", action="append", metavar="NAME=VALUE", help="broker config by Kafka name")
+    p.add_argument("--topic", action="append", metavar="NAME:PARTITIONS:RF", help="a topic to create")
+    p.add_argument("--seed", type=int, default=0, help="seed of the replica placement (default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing log in LOG_DIR")
+
+    p = cluster_cmd("create-topic", "kafka-topics.sh --create")
+    p.add_argument("--topic", required=True)
+    p.add_argument("--partitions", type=int)
+    p.add_argument("--replication-factor", type=int)
+    p.add_argument("--config", action="append", metavar="NAME=VALUE", help="topic config override")
+
+    p = cluster_cmd("delete-topic", "kafka-topics.sh --delete: queue a topic for deletion")
+    p.add_argument("--topic", required=True)
+
+    p = cluster_cmd("reassign", "kafka-reassign-partitions.sh --execute (or --cancel) with a reassignment JSON file")
+    p.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    p.add_argument("--cancel", action="store_true", help="cancel the reassignments of the file's partitions")
+    p.add_argument("--via", choices=["api", "zk"], default="api",
+                   help="AlterPartitionReassignments (api, the tool since 2.4) or /admin/reassign_partitions (zk)")
+
+    p = cluster_cmd("elect-leaders", "kafka-leader-election.sh")
+    p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"])
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all-topic-partitions", action="store_true")
+    which.add_argument("--path-to-json-file", metavar="FILE")
+    which.add_argument("--topic")
+    p.add_argument("--partition", type=int, help="with --topic")
+
+    for name, help_text in (("start-broker", "start (or restart) a broker"),
+                            ("kill-broker", "kill -9 a broker (its session times out later)"),
+                            ("shutdown-broker", "shut a broker down: controlled shutdown with Kafka's retries, "
+                                                "then stop")):
+        p = cluster_cmd(name, help_text)
+        p.add_argument("--broker-id", type=int, required=True)
+
+    p = cluster_cmd("advance", "let simulated time pass (sessions time out, scheduled tasks run)")
+    p.add_argument("--ms", type=int, required=True)
+
+    cluster_cmd("catch-up", "followers rejoin the ISRs (each leader sends AlterPartition), completing "
+                            "reassignments")
+
+
+def cmd_new_cluster(args: argparse.Namespace) -> int:
+    if os.path.isdir(args.log_dir) and os.listdir(args.log_dir):
+        if not args.overwrite:
+            raise ClusterError(f"{args.log_dir} is not empty; pass --overwrite to replace it")
+        import shutil
+        shutil.rmtree(args.log_dir)
+    topics = []
+    for spec in args.topic or ():
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+            raise ClusterError(f"--topic must look like NAME:PARTITIONS:RF, got {spec!r}")
+        topics.append((parts[0], int(parts[1]), int(parts[2])))
+    with LogWriter(args.log_dir, fsync=FsyncPolicy.per_batch()) as writer:
+        cluster = Cluster(configs=_config_pairs(args.config, "--config"), seed=args.seed, sink=writer.append)
+        cluster.start_brokers(range(args.brokers))
+        for name, partitions, rf in topics:
+            cluster.create_topic(name, partitions, rf)
+        cluster.checkpoint()
+    print(f"cluster of {args.brokers} brokers (controller {cluster.controller_id}) with "
+          f"{len(topics)} topics in {args.log_dir}: {cluster.journal.next_offset} records")
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, action) -> int:
+    with continued_cluster(args.log_dir) as cluster:
+        status = action(cluster)
+        cluster.checkpoint()
+        print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
+    return status
+
+
+def cmd_create_topic(args: argparse.Namespace) -> int:
+    def act(cluster: Cluster) -> int:
+        cluster.create_topic(args.topic, args.partitions, args.replication_factor,
+                             configs=_config_pairs(args.config, "--config"), at=args.at)
+        print(f"Created topic {args.topic}.")
+        return EXIT_OK
+    return _run(args, act)
+
+
+def cmd_delete_topic(args: argparse.Namespace) -> int:
+    def act(cluster: Cluster) -> int:
+        cluster.delete_topic(args.topic, at=args.at)
+        gone = args.topic not in cluster.admin.get_all_topics_in_cluster()
+        print(f"Topic {args.topic} is marked for deletion." + (" Deletion completed." if gone else
+              " Deletion is halted until the brokers of its replicas are back (or its reassignment completes)."))
+        return EXIT_OK
+    return _run(args, act)
+
+
+def cmd_reassign(args: argparse.Namespace) -> int:
+    path = args.reassignment_json_file
+    try:
+        with open(path, encoding="utf-8") as f:
+            reassignment = parse_reassignment_json(f.read(), path)
+    except OSError as e:
+        raise ClusterError(f"cannot read {path}: {e.strerror}") from None
+    if args.cancel:
+        reassignment = {tp: None for tp in reassignment}
+
+    def act(cluster: Cluster) -> int:
+        response = cluster.reassign_partitions(reassignment, via=args.via, at=args.at)
+        if args.via == "zk":
+            print(f"Successfully started partition reassignment for {_tps(sorted(reassignment))}")
+            return EXIT_OK
+        if response is None:
+            print("Error: no controller answered the AlterPartitionReassignments request", file=sys.stderr)
+            return EXIT_FAILED
+        error, results = response
+        if error != "NONE":
+            print(f"Error: {error}", file=sys.stderr)
+            return EXIT_FAILED
+        ok = [tp for tp, e in results.items() if e == "NONE"]
+        failed = {tp: e for tp, e in results.items() if e != "NONE"}
+        verb = "cancelled" if args.cancel else "started"
+        if ok:
+            print(f"Successfully {verb} partition reassignment{'s' if len(ok) > 1 else ''} for {_tps(ok)}")
+        for tp, e in failed.items():
+            print(f"Error reassigning partition(s):\n{TopicPartition(*tp)}: {e}", file=sys.stderr)
+        return EXIT_FAILED if failed else EXIT_OK
+    return _run(args, act)
+
+
+def cmd_elect_leaders(args: argparse.Namespace) -> int:
+    partitions = None
+    if args.path_to_json_file:
+        try:
+            with open(args.path_to_json_file, encoding="utf-8") as f:
+                partitions = parse_election_json(f.read(), args.path_to_json_file)
+        except OSError as e:
+            raise ClusterError(f"cannot read {args.path_to_json_file}: {e.strerror}") from None
+    elif args.topic:
+        if args.partition is None:
+            raise ClusterError("--topic needs --partition")
+        partitions = [(args.topic, args.partition)]
+    kind = args.election_type.upper()
+
+    def act(cluster: Cluster) -> int:
+        results = cluster.elect_leaders(args.election_type, partitions, at=args.at)
+        if results is None:
+            print("Error: no controller answered the ElectLeaders request", file=sys.stderr)
+            return EXIT_FAILED
+        done = [tp for tp, (e, _) in results.items() if e == "NONE"]
+        not_needed = [tp for tp, (e, _) in results.items() if e == "ELECTION_NOT_NEEDED"]
+        failed = {tp: e for tp, (e, _) in results.items() if e not in ("NONE", "ELECTION_NOT_NEEDED")}
+        if done:
+            print(f"Successfully completed leader election ({kind}) for partitions {_tps(done)}")
+        if not_needed:
+            print(f"Valid replica already elected for partitions {_tps(not_needed)}")
+        for tp, e in failed.items():
+            print(f"Error completing leader election ({kind}) for partition: {TopicPartition(*tp)}: {e}",
+                  file=sys.stderr)
+        return EXIT_FAILED if failed else EXIT_OK
+    return _run(args, act)
+
+
+def cmd_broker(args: argparse.Namespace) -> int:
+    def act(cluster: Cluster) -> int:
+        b = args.broker_id
+        if args.command == "start-broker":
+            cluster.start_broker(b, at=args.at)
+            print(f"broker {b} started (broker epoch {cluster.brokers[b].broker_epoch})")
+        elif args.command == "kill-broker":
+            cluster.kill_broker(b, at=args.at)
+            print(f"broker {b} killed; its session times out after zookeeper.session.timeout.ms "
+                  f"({cluster.config.get_int('zookeeper.session.timeout.ms')} ms)")
+        else:
+            ok = cluster.stop_broker(b, at=args.at)
+            print(f"broker {b}: controlled shutdown {'succeeded' if ok else 'failed; it shut down anyway'}")
+        return EXIT_OK
+    return _run(args, act)
+
+
+def cmd_advance(args: argparse.Namespace) -> int:
+    def act(cluster: Cluster) -> int:
+        cluster.advance_to((args.at if args.at is not None else cluster.now) + args.ms)
+        print(f"time is now {cluster.now} ms")
+        return EXIT_OK
+    return _run(args, act)
+
+
+def cmd_catch_up(args: argparse.Namespace) -> int:
+    def act(cluster: Cluster) -> int:
+        responses = cluster.catch_up_followers(at=args.at)
+        n = sum(len(r.partitions) for r in responses.values() if r is not None)
+        print(f"{n} partitions had followers rejoin their ISR ({len(responses)} leaders sent AlterPartition)")
+        return EXIT_OK
+    return _run(args, act)
+
+
+COMMANDS = {
+    "new-cluster": cmd_new_cluster, "create-topic": cmd_create_topic, "delete-topic": cmd_delete_topic,
+    "reassign": cmd_reassign, "elect-leaders": cmd_elect_leaders, "start-broker": cmd_broker,
+    "kill-broker": cmd_broker, "shutdown-broker": cmd_broker, "advance": cmd_advance, "catch-up": cmd_catch_up,
+}
+ERRORS = (AdminFileError, ResumeError)
