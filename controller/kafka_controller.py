@@ -707,16 +707,17 @@ class KafkaController(PartitionReassignmentMixin):
                 needed = leader == -1 or leader not in live
             (electable if needed else already_valid).append(tp)
         results: dict = {}
+        # Kafka answers a leader only for a successful election (Right(leader)); errors carry none.
         for tp, res in self._on_replica_election(electable, event.election_type, event.trigger).items():
             if isinstance(res, StateChangeFailedError):
                 results[tp] = (PREFERRED_LEADER_NOT_AVAILABLE if event.election_type == PREFERRED
-                               else ELIGIBLE_LEADERS_NOT_AVAILABLE, ctx.partition_leader(tp))
+                               else ELIGIBLE_LEADERS_NOT_AVAILABLE, -1)
             elif isinstance(res, Exception):
-                results[tp] = (getattr(res, "code", UNKNOWN_SERVER_ERROR), ctx.partition_leader(tp))
+                results[tp] = (getattr(res, "code", UNKNOWN_SERVER_ERROR), -1)
             else:
                 results[tp] = (NONE, res.leader)
         for tp in already_valid:
-            results[tp] = (ELECTION_NOT_NEEDED, ctx.partition_leader(tp))
+            results[tp] = (ELECTION_NOT_NEEDED, -1)
         for tp in being_deleted:
             results[tp] = (INVALID_TOPIC_EXCEPTION, -1)
         for tp in unknown:

@@ -592,7 +592,7 @@ class ControlledShutdownResponded(NamedTuple):
 
 class LeaderElectionResponded(NamedTuple):
     """The controller answered an ElectLeaders request, per partition: Kafka's error name ("NONE" when a
-    leader was elected) and the leader it now has (-1 when the election failed)."""
+    leader was elected) and the elected leader (-1 with any error, ELECTION_NOT_NEEDED included)."""
     kind: int
     v: int
     offset: int
