@@ -137,3 +137,37 @@ def test_unknown_snapshot_format_is_refused():
     import msgpack
     with pytest.raises(ValueError, match="format"):
         restore_cluster(msgpack.packb({"format": 99}))
+
+
+def test_restore_mid_reassignment_mid_deletion_and_with_a_rebalance_pending():
+    """A snapshot taken while a reassignment waits for its new replica, a topic deletion is halted on a
+    dead broker and the auto rebalance is scheduled: the restored cluster finishes all three as the original."""
+    original = Cluster(seed=11)
+    original.start_brokers([0, 1, 2, 3])
+    original.create_topic("r", assignment=[[0, 1, 2], [1, 2, 3]])
+    original.create_topic("d", assignment=[[2, 3], [3, 0]])
+    original.reassign_partitions({("r", 0): [3, 2, 1]}, at=100)
+    original.kill_broker(3, at=200)
+    original.advance_to(30_000)
+    original.delete_topic("d", at=31_000)
+    original.snapshot()
+    snap = original.journal.records[-1]
+    mark = len(original.journal.records)
+    ctx = original.controller.context
+    assert ctx.partitions_being_reassigned == {("r", 0)} and ctx.topics_ineligible_for_deletion == {"d"}
+
+    original.start_broker(3, at=40_000)         # the deletion resumes
+    original.catch_up_followers(at=41_000)      # the reassignment completes
+    original.advance_to(400_000)                # the rebalance runs
+    original.checkpoint()
+    expected = original.journal.records[mark:]
+    assert not original.admin.topic_exists("d")
+    assert original.controller.context.partition_replica_assignment(("r", 0)) == (3, 2, 1)
+
+    restored = restore_cluster(snap.state)
+    for rec in expected:
+        if rec.is_input:
+            restored.apply(rec)
+    restored.checkpoint()
+    assert [encode_batch([r]) for r in restored.journal.records] == [encode_batch([r]) for r in expected]
+    assert restored.digest() == original.digest()
