@@ -131,7 +131,7 @@ class BrokerServer:
             self.live_brokers = request.live_brokers
             if request.partitions:
                 # Merged into the cache when someone reads it: the records are shared by every broker.
-                self._pending_metadata.append(request.partitions)
+                self._pending_metadata.append(self.cluster._shared_partitions(request.partitions))
         elif request.api == API_STOP_REPLICA:
             for p in request.partitions:
                 if p.delete_partition:
@@ -498,14 +498,29 @@ class Cluster:
             if steps > MAX_SETTLE_STEPS:
                 raise ClusterError("the cluster did not settle: events keep coming")
 
-    def _partition_keys(self, partitions: tuple) -> list[tuple]:
-        """(topic, partition) of each partition record, computed once per request for all its brokers."""
-        keys = self._keys_cache.get(id(partitions))
-        if keys is None or keys[0] is not partitions:
-            keys = self._keys_cache[id(partitions)] = (partitions, [(p.topic, p.partition) for p in partitions])
+    def _shared_partitions(self, partitions: tuple) -> tuple:
+        """One tuple of a request's partition records for all the brokers it was sent to (each request
+        carries its own tuple of the same records): the brokers keep that one, so that their pending
+        metadata does not multiply the references the cyclic GC walks by the number of brokers."""
+        if not partitions:
+            return partitions
+        key = id(partitions[0])   # the cache entry keeps that record alive: the id stays its own
+        entry = self._keys_cache.get(key)
+        if entry is None or not (entry[0] is partitions or entry[0] == partitions):
+            entry = self._keys_cache[key] = (partitions, None)
             if len(self._keys_cache) > 64:
                 self._keys_cache.pop(next(iter(self._keys_cache)))
-        return keys[1]
+        return entry[0]
+
+    def _partition_keys(self, partitions: tuple) -> list[tuple]:
+        """(topic, partition) of each partition record, computed once per request for all its brokers."""
+        key = id(partitions[0]) if partitions else None
+        entry = self._keys_cache.get(key)
+        if entry is None or entry[0] is not partitions:
+            return [(p.topic, p.partition) for p in partitions]
+        if entry[1] is None:
+            entry = self._keys_cache[key] = (partitions, [(p.topic, p.partition) for p in partitions])
+        return entry[1]
 
     def _deliver(self, request: BrokerRequest) -> BrokerResponse | None:
         server = self.brokers.get(request.broker_id)
@@ -627,16 +642,21 @@ class Cluster:
         target = self.brokers.get(self.controller_id)
         if target is None or not target.alive:
             return None
+
+        def on_response(response) -> None:
+            # Partition.handleAlterPartitionUpdate, at once: the leader adopts the state the controller
+            # stored before the requests the controller sends next (a completed reassignment's) reach it.
+            responses.append(response)
+            if server.alive:
+                for tp, res in response.partitions.items():
+                    cur = server.leader_and_isr.get(tp)
+                    if isinstance(res, LeaderAndIsr) and cur is not None and cur[1] == res.leader_epoch:
+                        server.leader_and_isr[tp] = (res.leader, res.leader_epoch, tuple(res.isr),
+                                                     res.partition_epoch)
         target.controller.event_manager.put(
-            AlterPartitionReceived(server.broker_id, rec.broker_epoch, proposed, responses.append))
+            AlterPartitionReceived(server.broker_id, rec.broker_epoch, proposed, on_response))
         self.settle()
-        if not responses:
-            return None
-        for tp, res in responses[0].partitions.items():
-            if isinstance(res, LeaderAndIsr) and server.alive:
-                # Partition.handleAlterPartitionUpdate: the leader adopts the state the controller stored.
-                server.leader_and_isr[tp] = (res.leader, res.leader_epoch, tuple(res.isr), res.partition_epoch)
-        return responses[0]
+        return responses[0] if responses else None
 
     def _controlled_shutdown(self, rec):
         self._running(rec.broker_id)

@@ -163,13 +163,10 @@ class ControllerContext:
                 if topic not in self.topics_to_be_deleted and not self._has_preferred_leader(ts, p):
                     self.preferred_replica_imbalance_count -= 1
         self.topic_configs.pop(topic, None)
+        # As Kafka 3.7's removeTopic: topicsIneligibleForDeletion, partitionsBeingReassigned and
+        # replicasOnOfflineDirs keep whatever they had for the topic.
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)
-        self.topics_ineligible_for_deletion.discard(topic)
-        self.partitions_being_reassigned = {tp for tp in self.partitions_being_reassigned if tp[0] != topic}
-        for s in self.replicas_on_offline_dirs.values():
-            for tp in [tp for tp in s if tp[0] == topic]:
-                s.discard(tp)
 
     def _writable(self, topic: str, p: int) -> TopicState:
         """The topic's columns, created and grown so that partition ``p`` exists."""

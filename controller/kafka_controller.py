@@ -367,9 +367,19 @@ class KafkaController(PartitionReassignmentMixin):
         self._on_controller_resignation()
 
     def _trigger_controller_move(self) -> None:
-        self._on_controller_resignation()
-        self.active_controller_id = -1
-        self.zk.delete_controller(self.context.epoch_zk_version)
+        controller_id = self.zk.get_controller_id()
+        self.active_controller_id = -1 if controller_id is None else controller_id
+        if not self.is_active:
+            self._log.warning("Controller has already moved when trying to trigger controller movement")
+            return
+        try:
+            # Read before resigning: the resignation resets the context.
+            expected_epoch_zk_version = self.context.epoch_zk_version
+            self.active_controller_id = -1
+            self._on_controller_resignation()
+            self.zk.delete_controller(expected_epoch_zk_version)
+        except ControllerMovedError:
+            self._log.warning("Controller has already moved when trying to trigger controller movement")
 
     # --- failover and resignation (§4.2) -------------------------------------------------------------
     def _on_controller_failover(self) -> None:
