@@ -46,6 +46,12 @@ from statemachines.leader_and_isr import LeaderAndIsr
 _log = structlog.get_logger("kcontroller.cluster")
 
 UNCLEAN = "unclean.leader.election.enable"
+# Broker configs Kafka reads at start-up only ("read-only" update mode): kafka-configs.sh cannot change them.
+READ_ONLY_BROKER_CONFIGS = frozenset({
+    "delete.topic.enable", "auto.leader.rebalance.enable", "leader.imbalance.per.broker.percentage",
+    "leader.imbalance.check.interval.seconds", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
+    "controlled.shutdown.retry.backoff.ms", "zookeeper.session.timeout.ms", "inter.broker.protocol.version",
+})
 MAX_SETTLE_STEPS = 10_000_000
 
 
@@ -601,6 +607,8 @@ class Cluster:
         elif cls is LeaderElectionRequested and body[1] == "zk" and self.admin.path_exists(
                 "/admin/preferred_replica_election"):
             raise ClusterError("a preferred replica election is already in progress (/admin/preferred_replica_election)")
+        elif cls is ConfigChanged and body[0] == "broker" and body[2] in READ_ONLY_BROKER_CONFIGS:
+            raise ClusterError(f"Cannot update these configs dynamically: Set({body[2]})")
         elif cls is ConfigChanged and body[0] == "topic" and not self.admin.topic_exists(body[1]):
             raise ClusterError(f"topic {body[1]} does not exist")
 

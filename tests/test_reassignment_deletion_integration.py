@@ -1153,3 +1153,12 @@ def test_a_partition_deleted_during_its_reassignment_stays_in_partitions_being_r
     assert response.partitions[tp].isr == (0,)
     assert [(r.leader, r.leader_epoch, r.reason) for r in records(cluster, LeaderAndIsrUpdated, before)][-1] == \
         (0, 1, UPDATE_REASSIGNMENT_EPOCH)
+
+
+def test_read_only_broker_configs_cannot_change_at_runtime():
+    """delete.topic.enable (like the other start-up configs) is read-only in Kafka: kafka-configs.sh refuses it."""
+    cluster = Cluster(seed=1)
+    cluster.start_brokers([0])
+    with pytest.raises(ClusterError, match=r"Cannot update these configs dynamically: Set\(delete.topic.enable\)"):
+        cluster.set_config("broker", "", "delete.topic.enable", False)
+    assert replay_records(cluster.records).ok
