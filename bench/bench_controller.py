@@ -2,8 +2,9 @@
 
 Builds a cluster (default 30 brokers, topics of 10,000 partitions, RF 3), kills one broker and
 lets its session time out; reports the wall time of the controller's reaction (elections,
-ISR shrinks, requests, records) per affected partition. Then snapshots a cluster, restores it
-and kills its controller (failover: the new controller rebuilds its context from the store).
+ISR shrinks, requests, records) per affected partition, and how much of it the cyclic GC took.
+Then snapshots a cluster, restores it and kills its controller (failover: the new controller
+rebuilds its context from the store).
 Then writes a run to an event log and replays it, reporting records per second.
 
     .venv/bin/python bench/bench_controller.py [--partitions 1000000] [--brokers 30] [--skip-replay]
@@ -11,6 +12,7 @@ Then writes a run to an event log and replays it, reporting records per second.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import platform
 import resource
@@ -25,6 +27,25 @@ import structlog  # noqa: E402
 from controller.cluster import Cluster  # noqa: E402
 from controller.replay import replay_log  # noqa: E402
 from events.log import FsyncPolicy, LogWriter  # noqa: E402
+
+
+class gc_watch:
+    """Time spent in the cyclic garbage collector (and its full collections) while the block runs."""
+
+    def __enter__(self):
+        self.seconds, self.full, self._start = 0.0, 0, 0.0
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            self.full += info["generation"] == 2
+        else:
+            self.seconds += time.perf_counter() - self._start
 
 
 def build(partitions: int, brokers: int, sink) -> tuple[Cluster, float]:
@@ -46,14 +67,17 @@ def bench_broker_failure(partitions: int, brokers: int, victim: int) -> None:
           f"(RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
     cluster.kill_broker(victim, at=1_000)
     timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
-    t0 = time.perf_counter()
-    cluster.advance_to(1_000 + timeout)
-    elapsed = time.perf_counter() - t0
+    with gc_watch() as collector:
+        t0 = time.perf_counter()
+        cluster.advance_to(1_000 + timeout)
+        elapsed = time.perf_counter() - t0
     after = cluster.controller.context
     moved = sum(1 for tp in after.all_partitions() if after.partition_leader(tp) not in (victim, -1))
     print(f"broker {victim} fails: {led:,} leaders and {hosted:,} replicas on it; controller done in "
           f"{elapsed:.2f} s = {elapsed / led * 1e6:,.1f} us per led partition, "
           f"{elapsed / hosted * 1e6:,.1f} us per hosted partition ({moved:,} partitions led elsewhere after)")
+    print(f"  of which cyclic GC: {collector.seconds:.2f} s ({collector.full} full collections, "
+          f"{len(gc.get_objects()):,} objects tracked after)")
 
 
 def bench_failover(partitions: int, brokers: int) -> None:

@@ -5,9 +5,10 @@
 
 Prints wall times (best of ``--runs`` for the reads) and the process RSS after each phase. The
 model phase creates ``/brokers/topics/t/partitions/<p>`` and ``.../<p>/state`` directly with
-``ZooKeeper.create`` and reads every ``/state`` back; the client phase does what a controller does
-(fenced ``create_partition_states``, ``get_partition_states``, fenced ``update_leader_and_isr``)
-on a fresh tree.
+``ZooKeeper.create``, reads every ``/state`` back (one call per znode, then one batch), and rewrites
+every ``/state`` with a fenced multi (one call per multi, then ``iter_multi``); the client phase
+does what a controller does (fenced ``create_partition_states``, ``get_partition_states``, fenced
+``update_leader_and_isr``) on a fresh tree.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from controller.kafka_zk_client import KafkaZkClient  # noqa: E402
 from controller.zk_data import encode_partition_state  # noqa: E402
-from controller.zookeeper import ZooKeeper  # noqa: E402
+from controller.zookeeper import CheckOp, SetDataOp, ZooKeeper  # noqa: E402
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch  # noqa: E402
 
 
@@ -76,6 +77,22 @@ def bench_model(n: int, runs: int) -> None:
 
     timed("get_data (data, Stat)", read_stat, n, runs)
     timed("get_data_and_version", read_version, n, runs)
+    paths = [f"/brokers/topics/t/partitions/{p}/state" for p in range(n)]
+    timed("get_data_and_version_many (one batch)", lambda: zk.get_data_and_version_many(sid, paths), n, runs)
+    zk.create(sid, "/controller_epoch", b"1")
+    check = CheckOp("/controller_epoch", 0)
+
+    def fenced_multi():
+        m = zk.multi
+        for path in paths:
+            m(sid, (check, SetDataOp(path, data)))
+
+    def fenced_multi_many():
+        for _ in zk.iter_multi(sid, ((check, SetDataOp(path, data)) for path in paths)):
+            pass
+
+    timed("multi (check + set_data) per /state", fenced_multi, n)
+    timed("iter_multi of the same multis", fenced_multi_many, n)
     children = []
     timed("get_children of /partitions (sorted)",
           lambda: children.append(zk.get_children(sid, "/brokers/topics/t/partitions")), n, 1)

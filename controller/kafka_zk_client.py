@@ -16,6 +16,9 @@ behaves as Kafka's client does on top of it:
   request on its own, as a multi of a CheckOp on ``/controller_epoch`` and the write
   (wrapRequestWithControllerEpochCheck); a failed check raises ``ControllerMovedError`` once all
   the batch's requests have been sent, as Kafka unwraps pipelined responses. -1 means unfenced.
+  The partition-state batches (``create_partition_states``, ``update_leader_and_isr``) go through
+  ``ZooKeeper.iter_multi`` and ``get_partition_states`` through ``get_data_and_version_many``: the
+  same requests, pipelined.
 
 The znode bodies come from ``controller.zk_data``. It implements ``statemachines.ports.PartitionStateStore``.
 """
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import structlog
 
@@ -38,9 +41,9 @@ from controller.zk_data import (
     decode_partition_state, decode_preferred_replica_election, decode_topic, delete_topic_path, encode_broker_info,
     encode_cluster_id, encode_config_change_notification, encode_controller, encode_controller_epoch,
     encode_entity_config, encode_feature_znode, encode_isr_change_notification, encode_log_dir_event,
-    encode_partition_reassignment, encode_partition_state, encode_preferred_replica_election, encode_topic,
-    isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number, topic_partition_path,
-    topic_partitions_path, topic_path,
+    encode_leader_and_isr, encode_partition_reassignment, encode_partition_state, encode_preferred_replica_election,
+    encode_topic, isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number,
+    topic_partition_path, topic_partitions_path, topic_path,
 )
 from controller.zookeeper import (
     ANY_VERSION, CheckOp, CreateOp, CreateResult, DeleteOp, DeleteResult, EventType, KeeperError, MultiError,
@@ -116,6 +119,12 @@ def _call(handler, method: str) -> None:
     fn = getattr(handler, method, None)
     if fn is not None:
         fn()
+
+
+def _failures(outcomes: Iterable) -> list:
+    """Every outcome of a batch of requests (all of them sent), with the results as None: only the
+    failures are looked at, and a long batch then holds no result objects."""
+    return [None if type(o) is CreateResult or type(o) is SetDataResult else o for o in outcomes]
 
 
 def _partition(key) -> int:
@@ -284,18 +293,53 @@ class KafkaZkClient:
                 raise
             except KeeperError as e:
                 return e
-        if expected < 0:
-            raise ValueError(f"Expected controller epoch zkVersion {expected} should be non-negative or equal to "
-                             f"{ANY_VERSION}")
-        check = self._check_ops.get(expected)
-        if check is None:
-            check = self._check_ops[expected] = CheckOp(CONTROLLER_EPOCH_PATH, expected)
+        check = self._epoch_check(expected)
         try:
             return self._zk.multi(self._session_id, (check, op))[1]
         except MultiError as e:
             if e.failed_index == 0:
                 return _CheckFailed(e.code, expected)
             return KeeperError.create(e.code, op.path)
+
+    def _epoch_check(self, expected: int) -> CheckOp:
+        """The CheckOp on /controller_epoch's version that fences every controller write."""
+        if expected < 0:
+            raise ValueError(f"Expected controller epoch zkVersion {expected} should be non-negative or equal to "
+                             f"{ANY_VERSION}")
+        check = self._check_ops.get(expected)
+        if check is None:
+            check = self._check_ops[expected] = CheckOp(CONTROLLER_EPOCH_PATH, expected)
+        return check
+
+    def _write_many(self, ops: Iterable, expected_controller_epoch_zk_version: int = ANY_VERSION) -> Iterator:
+        """``(self._write(op, expected) for op in ops)``, the fenced requests pipelined through
+        ``ZooKeeper.iter_multi`` (the same transactions in the same order, each applied when the
+        iteration reaches it)."""
+        expected = expected_controller_epoch_zk_version
+        if expected == ANY_VERSION:
+            for op in ops:
+                yield self._write(op, expected)
+            return
+        check = None
+        current = None
+
+        def fenced():
+            nonlocal check, current
+            for op in ops:
+                if check is None:   # as _write: checked when there is a request to send
+                    check = self._epoch_check(expected)
+                current = op
+                yield check, op
+
+        for r in self._zk.iter_multi(self._session_id, fenced()):
+            t = type(r)
+            if t is list:
+                yield r[1]
+            elif t is MultiError:
+                yield (_CheckFailed(r.code, expected) if r.failed_index == 0
+                       else KeeperError.create(r.code, current.path))
+            else:   # the session is gone: _write raises it too
+                raise r
 
     @staticmethod
     def _unwrap(outcomes: Iterable) -> None:
@@ -575,31 +619,27 @@ class KafkaZkClient:
         return self.get_partition_states((tp,))[tp]
 
     def get_partition_states(self, partitions: Iterable[tuple]) -> dict[tuple, LeaderIsrAndControllerEpoch | None]:
-        zk, sid, handlers = self._zk, self._session_id, self._znode_handlers
-        read = zk.get_data_and_version
-        out: dict[tuple, LeaderIsrAndControllerEpoch | None] = {}
-        for tp in partitions:
-            path = f"{TOPICS_PATH}/{tp[0]}/partitions/{tp[1]}/state"
-            try:
-                data, version = read(sid, path, path in handlers)
-            except NoNodeError:
-                out[tp] = None
-                continue
-            out[tp] = decode_partition_state(data, version)
-        return out
+        partitions = partitions if isinstance(partitions, (list, tuple)) else list(partitions)
+        rows = self._zk.get_data_and_version_many(
+            self._session_id, [f"{TOPICS_PATH}/{tp[0]}/partitions/{tp[1]}/state" for tp in partitions],
+            self._znode_handlers)
+        decode = decode_partition_state
+        return {tp: None if row is None else decode(row[0], row[1]) for tp, row in zip(partitions, rows)}
 
     def create_partition_states(self, states: Mapping[tuple, LeaderIsrAndControllerEpoch],
                                 expected_controller_epoch_zk_version: int) -> dict[tuple, Exception | None]:
         """createTopicPartitionStatesRaw: the partitions parents, then each ``/state`` (all fenced)."""
         expected = expected_controller_epoch_zk_version
         topics = list(dict.fromkeys(tp[0] for tp in states))
-        self._unwrap([self._write(CreateOp(topic_partitions_path(t), None), expected) for t in topics])
-        self._unwrap([self._write(CreateOp(topic_partition_path(tp), None), expected) for tp in states])
-        outcomes = [(tp, self._write(CreateOp(f"{topic_partition_path(tp)}/state", encode_partition_state(info)),
-                                     expected)) for tp, info in states.items()]
-        self._unwrap(o for _, o in outcomes)
+        self._unwrap(_failures(self._write_many([CreateOp(topic_partitions_path(t), None) for t in topics], expected)))
+        paths = [topic_partition_path(tp) for tp in states]
+        self._unwrap(_failures(self._write_many((CreateOp(path, None) for path in paths), expected)))
+        outcomes = _failures(self._write_many((CreateOp(f"{path}/state", encode_partition_state(info))
+                                               for path, info in zip(paths, states.values())), expected))
+        self._unwrap(outcomes)
         # Kafka builds these errors from the result code alone (KeeperException.create(code)).
-        return {tp: KeeperError.create(o.code) if isinstance(o, KeeperError) else None for tp, o in outcomes}
+        return {tp: KeeperError.create(o.code) if isinstance(o, KeeperError) else None
+                for tp, o in zip(states, outcomes)}
 
     def update_leader_and_isr(self, states: Mapping[tuple, LeaderAndIsr], controller_epoch: int,
                               expected_controller_epoch_zk_version: int) -> UpdateLeaderAndIsrResult:
@@ -610,12 +650,13 @@ class KafkaZkClient:
         finished: dict = {}
         retry: list = []
         check_failed = None
-        write = self._write
+        encode = encode_leader_and_isr
         try:
-            for tp, lai in states.items():
-                o = write(SetDataOp(f"{TOPICS_PATH}/{tp[0]}/partitions/{tp[1]}/state",
-                                    encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch)),
-                                    lai.partition_epoch), expected_controller_epoch_zk_version)
+            items = states.items()
+            outcomes = self._write_many((SetDataOp(f"{TOPICS_PATH}/{tp[0]}/partitions/{tp[1]}/state",
+                                                   encode(lai, controller_epoch), lai.partition_epoch)
+                                         for tp, lai in items), expected_controller_epoch_zk_version)
+            for (tp, lai), o in zip(items, outcomes):
                 if type(o) is SetDataResult:
                     finished[tp] = lai.with_partition_epoch(o.stat.version)
                 elif type(o) is _CheckFailed:

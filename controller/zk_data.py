@@ -479,21 +479,44 @@ def decode_topic(topic: str, data: bytes | None) -> TopicIdReplicaAssignment:
 # --- /brokers/topics/<t>/partitions/<p>/state ----------------------------------------------------------
 def encode_partition_state(info: LeaderIsrAndControllerEpoch) -> bytes:
     """TopicPartitionStateZNode.encode: a five-key immutable HashMap (six with leader_recovery_state)."""
-    lai = info.leader_and_isr
+    return encode_leader_and_isr(info.leader_and_isr, info.controller_epoch)
+
+
+def encode_leader_and_isr(lai: LeaderAndIsr, controller_epoch: int) -> bytes:
+    """``encode_partition_state(LeaderIsrAndControllerEpoch(lai, controller_epoch))``."""
     isr = ",".join(map(str, lai.isr))
     if lai.recovery_state == 0:
-        return (f'{{"controller_epoch":{info.controller_epoch},"leader":{lai.leader},"version":1,'
+        return (f'{{"controller_epoch":{controller_epoch},"leader":{lai.leader},"version":1,'
                 f'"leader_epoch":{lai.leader_epoch},"isr":[{isr}]}}').encode()
-    return (f'{{"controller_epoch":{info.controller_epoch},"leader":{lai.leader},"version":1,'
+    return (f'{{"controller_epoch":{controller_epoch},"leader":{lai.leader},"version":1,'
             f'"leader_recovery_state":{lai.recovery_state},"leader_epoch":{lai.leader_epoch},"isr":[{isr}]}}').encode()
 
 
 _STATE = re.compile(rb'\{"controller_epoch":(-?\d+),"leader":(-?\d+),"version":1,(?:"leader_recovery_state":(\d+),)?'
                     rb'"leader_epoch":(-?\d+),"isr":\[([-\d,]*)\]\}')
+# (data, zk version) -> decoded state: many /state znodes hold equal bytes (and a batch read decodes them
+# all); the values are immutable, so equal inputs share one result. Cleared when it grows past the bound.
+_DECODED_STATES: dict[tuple, LeaderIsrAndControllerEpoch | None] = {}
+_DECODED_STATES_MAX = 1 << 16
 
 
 def decode_partition_state(data: bytes | None, zk_version: int) -> LeaderIsrAndControllerEpoch | None:
     """TopicPartitionStateZNode.decode; the partition epoch is the znode's version."""
+    key = (data, zk_version)
+    try:
+        return _DECODED_STATES[key]
+    except KeyError:
+        pass
+    except TypeError:   # unhashable data (a bytearray): decoded without the memo
+        return _decode_partition_state(data, zk_version)
+    info = _decode_partition_state(data, zk_version)
+    if len(_DECODED_STATES) >= _DECODED_STATES_MAX:
+        _DECODED_STATES.clear()
+    _DECODED_STATES[key] = info
+    return info
+
+
+def _decode_partition_state(data: bytes | None, zk_version: int) -> LeaderIsrAndControllerEpoch | None:
     m = _STATE.fullmatch(data) if data else None
     if m is not None:   # the bytes Kafka writes; anything else goes through the JSON parser
         ce, leader, recovery, epoch, isr = m.groups()

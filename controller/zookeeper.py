@@ -22,14 +22,22 @@ It keeps ZooKeeper's server semantics where Kafka depends on them:
   dropped, then its ``on_expired`` is called).
 
 Time comes from the injected ``clock`` (milliseconds); nothing is random, so the same calls give
-the same tree, zxids and session ids. Nodes are small ``__slots__`` objects in a dict keyed by
-path; ctime/mtime are not stored per node but looked up from a per-transaction time column.
+the same tree, zxids and session ids. A znode is an immutable plain tuple ``(data, czxid, mzxid,
+version, cversion, owner, pzxid, children)`` in a dict keyed by path, replaced on every change
+(``children`` is None, the one child's path, or a set of paths): a tuple of bytes, ints and strings
+is not tracked by Python's cyclic GC, so a big tree adds no objects for the collector to track.
+ctime/mtime are not stored per node but looked up from a per-transaction time column.
+
+``multi_many`` (or ``iter_multi``, lazily) applies a batch of multis, each exactly as ``multi``
+would (its own transaction and zxid, rollback, watch delivery before the next one), and
+``get_data_and_version_many`` reads a batch of znodes: Kafka pipelines such requests; here they
+save the per-call overhead.
 """
 from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -41,6 +49,7 @@ _log = structlog.get_logger("kcontroller.zookeeper")
 
 ZXID_EPOCH = 1
 ZXID_BASE = ZXID_EPOCH << 32          # zxid = epoch << 32 | counter
+_ZXID_BASE_1 = ZXID_BASE + 1          # the zxid of self._times[0]
 FIRST_SESSION_ID = 0x1000000000000000  # server id 16 in the top byte, as real session ids look
 ANY_VERSION = -1
 _INTERN_MAX_LEN = 256                  # znode data up to this size is shared between equal nodes
@@ -179,15 +188,8 @@ class ErrorResult(NamedTuple):
 
 
 # --- internals -----------------------------------------------------------------------------------
-class _Node:
-    __slots__ = ("data", "czxid", "mzxid", "version", "cversion", "owner", "pzxid", "children")
-
-    def __init__(self, data, zxid, owner):
-        self.data = data
-        self.czxid = self.mzxid = self.pzxid = zxid
-        self.version = self.cversion = 0
-        self.owner = owner
-        self.children = None   # None, one child's path (str), or a set of the children's paths
+# A znode: (data, czxid, mzxid, version, cversion, owner, pzxid, children), see the module docstring.
+_DATA, _CZXID, _MZXID, _VERSION, _CVERSION, _OWNER, _PZXID, _CHILDREN = range(8)
 
 
 class _Session:
@@ -223,28 +225,26 @@ def _check_path(path: str, sequential: bool = False) -> None:
         raise ValueError(f"Invalid path string {path!r}: relative paths not allowed")
 
 
-def _add_child(parent: _Node, path: str) -> None:
-    c = parent.children
-    if c is None:
-        parent.children = path
-    elif type(c) is str:
-        parent.children = {c, path}
-    else:
-        c.add(path)
+def _with_child(children, path: str):
+    """``children`` (None, a path, or a set of paths) with ``path`` added (a set is changed in place)."""
+    if children is None:
+        return path
+    if type(children) is str:
+        return {children, path}
+    children.add(path)
+    return children
 
 
-def _remove_child(parent: _Node, path: str) -> None:
-    c = parent.children
-    if type(c) is str:
-        parent.children = None
-    else:
-        c.discard(path)
-        if len(c) == 1:
-            parent.children = next(iter(c))
+def _without_child(children, path: str):
+    """``children`` with ``path`` removed (a set is changed in place; one left becomes its path)."""
+    if type(children) is str:
+        return None
+    children.discard(path)
+    return next(iter(children)) if len(children) == 1 else children
 
 
-def _child_paths(node: _Node) -> tuple | set:
-    c = node.children
+def _child_paths(node: tuple) -> tuple | set:
+    c = node[_CHILDREN]
     return () if c is None else (c,) if type(c) is str else c
 
 
@@ -253,6 +253,25 @@ def _component_key(path: str) -> list[str]:
 
 
 _OP_TYPES = (CheckOp, CreateOp, SetDataOp, DeleteOp)
+_new = tuple.__new__   # builds a NamedTuple without its Python-level __new__ (hot paths)
+_CHECK_RESULT = CheckResult()
+_DELETE_RESULT = DeleteResult()
+
+
+def _checked_ops(ops: Iterable) -> list:
+    """The ops of a multi as a list, refused (TypeError, ValueError) as the client library refuses them."""
+    ops = list(ops)
+    for op in ops:
+        t = type(op)
+        if t not in _OP_TYPES:
+            raise TypeError(f"not a ZooKeeper op: {op!r}")
+        path = op.path
+        if not (type(path) is str and path[:1] == "/" and path[-1] != "/" and "//" not in path
+                and "/." not in path and "\0" not in path):
+            _check_path(path, t is CreateOp and op.sequential)
+    return ops
+
+
 _EV_WATCH, _EV_CALL = 0, 1
 _U_CREATED, _U_DELETED, _U_SET, _U_WATCHES = 0, 1, 2, 3
 
@@ -262,8 +281,7 @@ class ZooKeeper:
 
     def __init__(self, clock: Callable[[], int]):
         self._clock = clock
-        root = _Node(None, 0, 0)
-        self._nodes: dict[str, _Node] = {"/": root}
+        self._nodes: dict[str, tuple] = {"/": (None, 0, 0, 0, 0, 0, 0, None)}
         self._zxid = ZXID_BASE                      # last zxid handed out
         self._times = array("q")                    # txn time by (zxid - ZXID_BASE - 1)
         self._sessions: dict[int, _Session] = {}
@@ -294,9 +312,6 @@ class ZooKeeper:
             intern.clear()
         return shared
 
-    def _time_of(self, zxid: int) -> int:
-        return self._times[zxid - ZXID_BASE - 1] if zxid > ZXID_BASE else 0
-
     @property
     def last_zxid(self) -> int:
         return self._zxid
@@ -309,11 +324,13 @@ class ZooKeeper:
         sess.last = self._now() if now is None else now
         return sess
 
-    def _stat(self, node: _Node) -> Stat:
-        data, children = node.data, node.children
+    def _stat(self, node: tuple) -> Stat:
+        data, czxid, mzxid, version, cversion, owner, pzxid, children = node
         n = 0 if children is None else 1 if type(children) is str else len(children)
-        return Stat(node.czxid, node.mzxid, self._time_of(node.czxid), self._time_of(node.mzxid), node.version,
-                    node.cversion, 0, node.owner, len(data) if data else 0, n, node.pzxid)
+        times = self._times
+        return _new(Stat, (czxid, mzxid, times[czxid - _ZXID_BASE_1] if czxid > ZXID_BASE else 0,
+                           times[mzxid - _ZXID_BASE_1] if mzxid > ZXID_BASE else 0, version, cversion, 0, owner,
+                           len(data) if data else 0, n, pzxid))
 
     # --- sessions ----------------------------------------------------------------------------------
     def connect(self, timeout_ms: int, watcher: Callable[[WatchedEvent], object] | None = None,
@@ -395,7 +412,7 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, False, path)
-        return node.data, self._stat(node)
+        return node[_DATA], self._stat(node)
 
     def get_data_and_version(self, session_id: int, path: str, watch: bool = False) -> tuple[bytes | None, int]:
         """``get_data`` without building a Stat: (data, version). For bulk readers."""
@@ -405,7 +422,28 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, False, path)
-        return node.data, node.version
+        return node[_DATA], node[_VERSION]
+
+    def get_data_and_version_many(self, session_id: int, paths: Iterable[str],
+                                  watch: Container[str] = ()) -> list[tuple[bytes | None, int] | None]:
+        """``get_data_and_version`` of each path in order, None for a missing node (one heartbeat for the
+        batch); a data watch is armed on each existing node whose path is in ``watch``."""
+        paths = paths if isinstance(paths, list) else list(paths)
+        if not paths:
+            return []
+        sess = self._live(session_id)
+        get = self._nodes.get
+        out: list = []
+        append = out.append
+        for path in paths:
+            node = get(path)
+            if node is None:
+                append(None)
+                continue
+            if watch and path in watch:
+                self._arm(sess, False, path)
+            append((node[_DATA], node[_VERSION]))
+        return out
 
     def exists(self, session_id: int, path: str, watch: bool = False) -> Stat | None:
         _check_path(path)
@@ -423,7 +461,7 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, True, path)
-        c = node.children
+        c = node[_CHILDREN]
         if c is None:
             return []
         start = 1 if path == "/" else len(path) + 1
@@ -474,45 +512,80 @@ class ZooKeeper:
 
     def multi(self, session_id: int, ops: Iterable) -> list:
         """Apply ``ops`` atomically as one transaction; returns one result per op or raises MultiError."""
-        ops = list(ops)
-        for op in ops:
-            if type(op) not in _OP_TYPES:
-                raise TypeError(f"not a ZooKeeper op: {op!r}")
-            _check_path(op.path, type(op) is CreateOp and op.sequential)
+        ops = _checked_ops(ops)
         now = self._now()
-        sess = self._live(session_id, now)
-        zxid = self._next_zxid(now)
+        results = self._transact(self._live(session_id, now), ops, now)
+        if self._pending:
+            self._deliver()
+        return results
+
+    def multi_many(self, session_id: int, batches: Iterable[Iterable]) -> list:
+        """Several multis, one after the other, each exactly as ``multi`` applies it (its own transaction
+        and zxid, all or nothing, its watch events delivered before the next one starts).
+
+        Returns one entry per multi: its result list, or the KeeperError it raised (a ``MultiError``, or
+        ``SessionExpiredError`` once the session is gone). A multi that ``multi`` would refuse before
+        sending (TypeError/ValueError for a bad op or path) raises here, after the ones before it."""
+        return list(self.iter_multi(session_id, batches))
+
+    def iter_multi(self, session_id: int, batches: Iterable[Iterable]) -> Iterator[list | KeeperError]:
+        """``multi_many`` one multi at a time: each is taken from ``batches`` and applied when the
+        iteration reaches it, and its entry yielded (so a long batch keeps no results alive)."""
+        transact = self._transact
+        sessions = self._sessions
+        for ops in batches:
+            ops = _checked_ops(ops)
+            now = self._now()
+            sess = sessions.get(session_id)
+            if sess is None:
+                yield SessionExpiredError()
+                continue
+            sess.last = now
+            try:
+                result = transact(sess, ops, now)
+            except MultiError as e:
+                result = e
+            if self._pending:
+                self._deliver()
+            yield result
+
+    def _transact(self, sess: _Session, ops: list, now: int) -> list:
+        """One multi transaction; on a failing op, everything is undone and MultiError raised."""
+        zxid = self._zxid = self._zxid + 1     # _next_zxid(now), inlined
+        self._times.append(now)
         undo: list = []
         fired: list = []
         results: list = []
+        append = results.append
+        nodes = self._nodes
         for i, op in enumerate(ops):
+            t = type(op)
             try:
-                results.append(self._apply(op, sess, zxid, undo, fired))
+                if t is SetDataOp:
+                    append(_new(SetDataResult, (self._stat(self._do_set(op.path, op.data, op.version, zxid, undo,
+                                                                        fired)),)))
+                elif t is CheckOp:
+                    node = nodes.get(op.path)
+                    if node is None:
+                        raise NoNodeError(op.path)
+                    if op.version != ANY_VERSION and node[_VERSION] != op.version:
+                        raise BadVersionError(op.path)
+                    append(_CHECK_RESULT)
+                elif t is CreateOp:
+                    append(_new(CreateResult, (self._do_create(op.path, op.data, op.ephemeral, op.sequential, sess,
+                                                               zxid, undo, fired),)))
+                else:
+                    self._do_delete(op.path, op.version, zxid, undo, fired)
+                    append(_DELETE_RESULT)
             except KeeperError as e:
                 self._rollback(undo)
                 n = len(ops)
                 res = ([ErrorResult("OK")] * i + [ErrorResult(e.code)]
                        + [ErrorResult("RUNTIMEINCONSISTENCY")] * (n - i - 1))
                 raise MultiError(e.code, res, i, e.path) from None
-        self._enqueue(fired)
-        self._deliver()
+        if fired:
+            self._enqueue(fired)
         return results
-
-    def _apply(self, op, sess: _Session, zxid: int, undo: list, fired: list):
-        t = type(op)
-        if t is SetDataOp:
-            return SetDataResult(self._stat(self._do_set(op.path, op.data, op.version, zxid, undo, fired)))
-        if t is CheckOp:
-            node = self._nodes.get(op.path)
-            if node is None:
-                raise NoNodeError(op.path)
-            if op.version != ANY_VERSION and node.version != op.version:
-                raise BadVersionError(op.path)
-            return CheckResult()
-        if t is CreateOp:
-            return CreateResult(self._do_create(op.path, op.data, op.ephemeral, op.sequential, sess, zxid, undo, fired))
-        self._do_delete(op.path, op.version, zxid, undo, fired)
-        return DeleteResult()
 
     def _do_create(self, path, data, ephemeral, sequential, sess, zxid, undo, fired) -> str:
         nodes = self._nodes
@@ -521,38 +594,42 @@ class ZooKeeper:
         parent = nodes.get(parent_path)
         if parent is None:
             raise NoNodeError(path)
+        pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
         if sequential:
-            path = f"{path}{parent.cversion:010d}"
+            path = f"{path}{pcversion:010d}"
         if path in nodes:
             raise NodeExistsError(path)
-        if parent.owner:
+        if powner:
             raise NoChildrenForEphemeralsError(path)
         if undo is not None:
-            undo.append((_U_CREATED, path, parent, parent.cversion, parent.pzxid))
-        nodes[path] = _Node(self._share(data), zxid, sess.sid if ephemeral else 0)
-        _add_child(parent, path)
-        parent.cversion += 1
-        parent.pzxid = zxid
+            undo.append((_U_CREATED, path, parent_path, pcversion, ppzxid))
+        if data is not None and len(data) <= _INTERN_MAX_LEN:
+            data = self._intern.get(data) or self._share(data)
+        nodes[path] = (data, zxid, zxid, 0, 0, sess.sid if ephemeral else 0, zxid, None)
+        nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
+                              _with_child(pchildren, path))
         if ephemeral:
             sess.ephemerals.add(path)
-        if self._data_watches:
+        if path in self._data_watches:
             self._fire(self._data_watches, path, EventType.NODE_CREATED, fired, undo)
-        if self._child_watches:
+        if parent_path in self._child_watches:
             self._fire(self._child_watches, parent_path, EventType.NODE_CHILDREN_CHANGED, fired, undo)
         return path
 
-    def _do_set(self, path, data, version, zxid, undo, fired) -> _Node:
-        node = self._nodes.get(path)
+    def _do_set(self, path, data, version, zxid, undo, fired) -> tuple:
+        nodes = self._nodes
+        node = nodes.get(path)
         if node is None:
             raise NoNodeError(path)
-        if version != ANY_VERSION and node.version != version:
+        if version != ANY_VERSION and node[_VERSION] != version:
             raise BadVersionError(path)
         if undo is not None:
-            undo.append((_U_SET, node, node.data, node.version, node.mzxid))
-        node.data = self._share(data)
-        node.version += 1
-        node.mzxid = zxid
-        if self._data_watches:
+            undo.append((_U_SET, path, node))
+        if data is not None and len(data) <= _INTERN_MAX_LEN:
+            data = self._intern.get(data) or self._share(data)
+        _, czxid, _, version, cversion, owner, pzxid, children = node
+        node = nodes[path] = (data, czxid, zxid, version + 1, cversion, owner, pzxid, children)
+        if path in self._data_watches:
             self._fire(self._data_watches, path, EventType.NODE_DATA_CHANGED, fired, undo)
         return node
 
@@ -563,20 +640,20 @@ class ZooKeeper:
         node = nodes.get(path)
         if node is None:
             raise NoNodeError(path)
-        if version != ANY_VERSION and node.version != version:
+        if version != ANY_VERSION and node[_VERSION] != version:
             raise BadVersionError(path)
-        if node.children:
+        if node[_CHILDREN]:
             raise NotEmptyError(path)
         parent_path = _parent(path)
-        parent = nodes[parent_path]
+        pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = nodes[parent_path]
         if undo is not None:
-            undo.append((_U_DELETED, path, node, parent, parent.pzxid))
+            undo.append((_U_DELETED, path, node, parent_path, ppzxid))
         del nodes[path]
-        _remove_child(parent, path)
-        if zxid > parent.pzxid:
-            parent.pzxid = zxid
-        if node.owner:
-            owner = self._sessions.get(node.owner)
+        nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion, powner, zxid if zxid > ppzxid else ppzxid,
+                              _without_child(pchildren, path))
+        owner_sid = node[_OWNER]
+        if owner_sid:
+            owner = self._sessions.get(owner_sid)
             if owner is not None:
                 owner.ephemerals.discard(path)
         if self._data_watches or self._child_watches:
@@ -597,26 +674,31 @@ class ZooKeeper:
         return entry
 
     def _rollback(self, undo: list) -> None:
+        """Undo a failed multi's changes, last first (each restores only the fields its op changed)."""
         nodes = self._nodes
+        sessions = self._sessions
         for rec in reversed(undo):
             kind = rec[0]
             if kind == _U_SET:
-                _, node, data, version, mzxid = rec
-                node.data, node.version, node.mzxid = data, version, mzxid
+                _, path, old = rec
+                _, czxid, _, _, cversion, owner, pzxid, children = nodes[path]
+                nodes[path] = (old[_DATA], czxid, old[_MZXID], old[_VERSION], cversion, owner, pzxid, children)
             elif kind == _U_CREATED:
-                _, path, parent, cversion, pzxid = rec
+                _, path, parent_path, cversion, pzxid = rec
                 node = nodes.pop(path)
-                _remove_child(parent, path)
-                parent.cversion, parent.pzxid = cversion, pzxid
-                if node.owner and node.owner in self._sessions:
-                    self._sessions[node.owner].ephemerals.discard(path)
+                p = nodes[parent_path]
+                nodes[parent_path] = (p[0], p[1], p[2], p[3], cversion, p[5], pzxid, _without_child(p[7], path))
+                owner = node[_OWNER]
+                if owner and owner in sessions:
+                    sessions[owner].ephemerals.discard(path)
             elif kind == _U_DELETED:
-                _, path, node, parent, pzxid = rec
+                _, path, node, parent_path, pzxid = rec
                 nodes[path] = node
-                _add_child(parent, path)
-                parent.pzxid = pzxid
-                if node.owner and node.owner in self._sessions:
-                    self._sessions[node.owner].ephemerals.add(path)
+                p = nodes[parent_path]
+                nodes[parent_path] = (p[0], p[1], p[2], p[3], p[4], p[5], pzxid, _with_child(p[7], path))
+                owner = node[_OWNER]
+                if owner and owner in sessions:
+                    sessions[owner].ephemerals.add(path)
             else:
                 _, table, path, entry = rec
                 table.setdefault(path, {}).update(entry)
@@ -690,14 +772,14 @@ class ZooKeeper:
         """Every znode as (path, data, Stat), parents before children, siblings by name."""
         for path in sorted(self._nodes, key=_component_key):
             node = self._nodes[path]
-            yield path, node.data, self._stat(node)
+            yield path, node[_DATA], self._stat(node)
 
     def dump(self) -> str:
         """A recursive listing like ``zkCli.sh``: one line per znode, ``path`` or ``path = data``."""
         lines = []
         nodes = self._nodes
         for path in sorted(nodes, key=_component_key):
-            data = nodes[path].data
+            data = nodes[path][_DATA]
             if data:
                 text = data.decode("utf-8", "backslashreplace").replace("\n", "\\n")
                 lines.append(f"{path} = {text}")
@@ -713,8 +795,7 @@ class ZooKeeper:
             "zxid": self._zxid,
             "times": self._times.tolist(),
             "next_session_id": self._next_sid,
-            "nodes": [[p, n.data, n.czxid, n.mzxid, n.version, n.cversion, n.owner, n.pzxid]
-                      for p in sorted(nodes, key=_component_key) for n in (nodes[p],)],
+            "nodes": [[p, *nodes[p][:_CHILDREN]] for p in sorted(nodes, key=_component_key)],
             "sessions": [[sid, s.timeout, s.last] for sid, s in sorted(self._sessions.items())],
             "watch_seq": self._watch_seq,
             "data_watches": sorted([p, sid, seq] for p, e in self._data_watches.items() for sid, seq in e.items()),
@@ -730,17 +811,18 @@ class ZooKeeper:
         zk._next_sid = d["next_session_id"]
         for sid, timeout, last in d["sessions"]:
             zk._sessions[sid] = _Session(sid, timeout, last, None, None)
-        nodes = zk._nodes
-        nodes.clear()
-        for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]:
-            node = _Node(data, czxid, owner)
-            node.mzxid, node.version, node.cversion, node.pzxid = mzxid, version, cversion, pzxid
-            nodes[path] = node
-        for path, node in nodes.items():
+        children: dict[str, object] = {}
+        for row in d["nodes"]:
+            path = row[0]
             if path != "/":
-                _add_child(nodes[_parent(path)], path)
-            if node.owner and node.owner in zk._sessions:
-                zk._sessions[node.owner].ephemerals.add(path)
+                parent = _parent(path)
+                children[parent] = _with_child(children.get(parent), path)
+            owner = row[6]
+            if owner and owner in zk._sessions:
+                zk._sessions[owner].ephemerals.add(path)
+        get = children.get
+        zk._nodes = {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
+                     for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]}
         zk._watch_seq = d["watch_seq"]
         for key, table, is_child in (("data_watches", zk._data_watches, False),
                                      ("child_watches", zk._child_watches, True)):

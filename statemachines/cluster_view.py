@@ -8,6 +8,10 @@ at a time and using the batch headers to stop without decoding anything past the
 audit and ``kcontroller describe`` print a view with :meth:`ClusterView.to_json_dict` or
 :meth:`ClusterView.describe_lines`, and compare replays with :meth:`ClusterView.digest`.
 
+A partition is stored as a plain tuple of ints and int tuples (the fields of :class:`PartitionView`),
+which Python's cyclic GC does not track: a view of a million partitions adds nothing to the
+collector's work. :attr:`ClusterView.topics` reads them as ``PartitionView`` values.
+
 What each record kind means here:
 
 - ``ControllerElected``: the header's controller and epoch become the active controller.
@@ -62,9 +66,9 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import msgpack
 
@@ -83,8 +87,7 @@ __all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_
 SNAPSHOT_FORMAT = 1  # element 0 of a ViewSnapshot's state array
 
 
-@dataclass(slots=True)
-class PartitionView:
+class PartitionView(NamedTuple):
     """One partition as the last state records left it; ``state`` is a PartitionState byte."""
     state: int
     replicas: tuple
@@ -93,6 +96,56 @@ class PartitionView:
     isr: tuple
     partition_epoch: int
     recovery_state: int
+
+
+_new = tuple.__new__
+_STATE, _REPLICAS, _LEADER, _LEADER_EPOCH = 0, 1, 2, 3   # positions in a stored partition tuple
+
+
+class _PartitionsView(Mapping):
+    """partition -> PartitionView of one topic, read from the view's stored tuples."""
+    __slots__ = ("_rows",)
+
+    def __init__(self, rows: dict[int, tuple]):
+        self._rows = rows
+
+    def __getitem__(self, partition: int) -> PartitionView:
+        return _new(PartitionView, self._rows[partition])
+
+    def __contains__(self, partition: object) -> bool:
+        return partition in self._rows
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+class _TopicsView(Mapping):
+    """topic -> (partition -> PartitionView): the read-only face of ``ClusterView._partitions``."""
+    __slots__ = ("_topics",)
+
+    def __init__(self, topics: dict[str, dict[int, tuple]]):
+        self._topics = topics
+
+    def __getitem__(self, topic: str) -> _PartitionsView:
+        return _PartitionsView(self._topics[topic])
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._topics
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def __repr__(self) -> str:
+        return repr({t: dict(parts.items()) for t, parts in self.items()})
 
 
 def _ints(xs: Iterable[int]) -> str:
@@ -108,13 +161,19 @@ class ClusterView:
         self.known_brokers: set[int] = set()
         self.registered_brokers: dict[int, int] = {}      # id -> broker epoch, shutting-down ones included
         self.shutting_down: frozenset[int] = frozenset()
-        self.topics: dict[str, dict[int, PartitionView]] = {}
+        # topic -> partition -> the PartitionView fields as a plain tuple (see ``topics``)
+        self._partitions: dict[str, dict[int, tuple]] = {}
         self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.assignments: dict[str, dict[int, tuple]] = {}  # from TopicCreated / PartitionsAdded inputs
         self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
         self.offset = -1                                  # offset of the last record applied
         self.timestamp_ms: int | None = None              # its timestamp
+
+    @property
+    def topics(self) -> Mapping[str, Mapping[int, PartitionView]]:
+        """topic -> partition -> :class:`PartitionView` (a read-only mapping over the stored partitions)."""
+        return _TopicsView(self._partitions)
 
     # --- folding -----------------------------------------------------------------------------
     def apply(self, record: tuple) -> None:
@@ -167,18 +226,21 @@ class ClusterView:
         # Partitions created while no controller acted on them: the new controller finds them in the
         # store without a leader (NewPartition); only the admin's input records carried them.
         for topic, assignment in self.assignments.items():
-            partitions = self.topics.setdefault(topic, {})
+            partitions = self._partitions.setdefault(topic, {})
             for p, replicas in assignment.items():
                 if p not in partitions:
-                    partitions[p] = PartitionView(NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
-        for topic, partitions in self.topics.items():
+                    partitions[p] = (NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
+        for topic, partitions in self._partitions.items():
             states = self.replica_states.setdefault(topic, {})
             for p, pv in partitions.items():
-                if pv.leader_epoch < 0:
-                    pv.state = NEW_PARTITION
+                if pv[_LEADER_EPOCH] < 0:
+                    state = NEW_PARTITION
                 else:
-                    pv.state = ONLINE_PARTITION if pv.leader in live else OFFLINE_PARTITION
-                states[p] = {r: (ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE) for r in pv.replicas}
+                    state = ONLINE_PARTITION if pv[_LEADER] in live else OFFLINE_PARTITION
+                if state != pv[_STATE]:
+                    partitions[p] = (state,) + pv[1:]
+                states[p] = {r: (ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE)
+                             for r in pv[_REPLICAS]}
 
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
@@ -198,24 +260,27 @@ class ClusterView:
 
     def _partition_transition(self, rec: PartitionTransition) -> None:
         if rec.to_state == NON_EXISTENT_PARTITION:
-            partitions = self.topics.get(rec.topic)
+            partitions = self._partitions.get(rec.topic)
             if partitions is not None:
                 partitions.pop(rec.partition, None)
                 if not partitions:
-                    del self.topics[rec.topic]
+                    del self._partitions[rec.topic]
                     self.topic_configs.pop(rec.topic, None)
             self.assignments.get(rec.topic, {}).pop(rec.partition, None)
             return
-        self.topics.setdefault(rec.topic, {})[rec.partition] = PartitionView(
-            rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
-            rec.partition_epoch, rec.recovery_state)
+        partitions = self._partitions.get(rec.topic)
+        if partitions is None:
+            partitions = self._partitions[rec.topic] = {}
+        partitions[rec.partition] = (rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
+                                     rec.partition_epoch, rec.recovery_state)
 
     def _leader_and_isr_updated(self, rec: LeaderAndIsrUpdated) -> None:
-        pv = self.topics.get(rec.topic, {}).get(rec.partition)
+        partitions = self._partitions.get(rec.topic)
+        pv = None if partitions is None else partitions.get(rec.partition)
         if pv is None:  # no state, replicas or partition to attach it to: nothing to invent
             return
-        pv.leader, pv.leader_epoch, pv.isr = rec.leader, rec.leader_epoch, tuple(rec.isr)
-        pv.partition_epoch, pv.recovery_state = rec.partition_epoch, rec.recovery_state
+        partitions[rec.partition] = (pv[_STATE], pv[_REPLICAS], rec.leader, rec.leader_epoch, tuple(rec.isr),
+                                     rec.partition_epoch, rec.recovery_state)
 
     def _replica_transition(self, rec: ReplicaTransition) -> None:
         if rec.to_state != NON_EXISTENT_REPLICA:
@@ -248,9 +313,7 @@ class ClusterView:
             [[b, e] for b, e in self.registered_brokers.items()],
             sorted(self.shutting_down),
             None if pending is None else list(pending),
-            [[topic, [[p, pv.state, pv.replicas, pv.leader, pv.leader_epoch, pv.isr, pv.partition_epoch,
-                       pv.recovery_state] for p, pv in parts.items()]]
-             for topic, parts in self.topics.items()],
+            [[topic, [[p, *pv] for p, pv in parts.items()]] for topic, parts in self._partitions.items()],
             [[topic, [[p, [[r, st] for r, st in replicas.items()]] for p, replicas in parts.items()]]
              for topic, parts in self.replica_states.items()],
             [[topic, [[k, v] for k, v in configs.items()]] for topic, configs in self.topic_configs.items()],
@@ -279,9 +342,9 @@ class ClusterView:
             view.registered_brokers = {b: e for b, e in registered}
             view.shutting_down = frozenset(shutting_down)
             view._failover_pending = None if pending is None else (pending[0], pending[1])
-            view.topics = {topic: {p: PartitionView(st, replicas, leader, leader_epoch, isr, pe, rs)
-                                   for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
-                           for topic, parts in topics}
+            view._partitions = {topic: {p: (st, replicas, leader, leader_epoch, isr, pe, rs)
+                                        for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
+                                for topic, parts in topics}
             view.replica_states = {topic: {p: dict(replicas) for p, replicas in parts}
                                    for topic, parts in replica_states}
             view.topic_configs = {topic: dict(configs) for topic, configs in topic_configs}
@@ -308,8 +371,9 @@ class ClusterView:
         else:
             controller = {"id": self.controller[0], "epoch": self.controller[1]}
         brokers = [{"id": b, "live": self.is_live(b)} for b in sorted(self.known_brokers)]
-        topics = [{"name": topic, "partitions": [self._partition_json(topic, p, pv) for p, pv in sorted(parts.items())]}
-                  for topic, parts in sorted(self.topics.items())]
+        topics = [{"name": topic, "partitions": [self._partition_json(topic, p, _new(PartitionView, pv))
+                                                 for p, pv in sorted(parts.items())]}
+                  for topic, parts in sorted(self._partitions.items())]
         return {"controller": controller, "brokers": brokers, "topics": topics}
 
     def _partition_json(self, topic: str, p: int, pv: PartitionView) -> dict:

@@ -1,6 +1,7 @@
 """Folding records into the cluster state (statemachines.cluster_view): meanings, bounds, logs, layout, digest."""
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 
@@ -14,7 +15,7 @@ from events.records import (
     LeaderAndIsrUpdated, LiveBrokersChanged, PartitionTransition, ReplicaTransition, RequestSent, TopicCreated,
 )
 from events.segment import Batch, encode_batch_header
-from statemachines.cluster_view import ClusterView, fold, fold_log
+from statemachines.cluster_view import ClusterView, PartitionView, fold, fold_log
 from statemachines.states import PartitionState as P
 from statemachines.states import ReplicaState as R
 
@@ -114,6 +115,21 @@ def test_new_partition_then_online():
     online = fold(records, at_offset=13).to_json_dict()["topics"][0]["partitions"][0]
     assert (online["state"], online["leader"], online["isr"]) == ("OnlinePartition", 1, [1, 0, 2])
     assert online["replica_states"] == {"0": "OnlineReplica", "1": "OnlineReplica", "2": "OnlineReplica"}
+
+
+def test_topics_reads_partition_views_of_plain_tuples_the_gc_does_not_track():
+    view = fold(scenario(), at_offset=18)
+    pv = view.topics["t"][0]
+    assert type(pv) is PartitionView
+    assert pv == PartitionView(ONLINE, (1, 0, 2), 1, 1, (1, 2), 1, 0)
+    assert (pv.leader, pv.isr, pv.partition_epoch) == (1, (1, 2), 1)
+    assert list(view.topics) == ["t"] and "t" in view.topics and "u" not in view.topics
+    assert dict(view.topics["t"]) == {0: pv} and view.topics.get("u") is None and len(view.topics["t"]) == 1
+    with pytest.raises(TypeError):
+        view.topics["t"][0] = pv                       # read-only: the view changes by folding records
+    gc.collect()
+    stored = view._partitions["t"][0]
+    assert type(stored) is tuple and not gc.is_tracked(stored)
 
 
 def test_topic_created_alone_shows_no_partitions():

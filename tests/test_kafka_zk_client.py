@@ -21,7 +21,7 @@ from controller.zk_data import (
     PERSISTENT_ZK_PATHS, BrokerInfo, EndPoint, decode_broker_info, decode_partition_reassignment, decode_topic,
     encode_isr_change_notification, encode_partition_reassignment, java_properties_order, random_uuid,
 )
-from controller.zookeeper import NodeExistsError, NoNodeError, ZooKeeper
+from controller.zookeeper import KeeperError, NodeExistsError, NoNodeError, ZooKeeper
 from events.journal import Journal
 from statemachines.errors import ControllerMovedError, StoreError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
@@ -656,3 +656,108 @@ def test_same_calls_same_store():
     assert a.dump() == b.dump()
     assert a.to_dict() == b.to_dict()
     assert scenario(43).dump() != a.dump()                    # the seed chooses topic and cluster ids
+
+
+# --- pipelined /state requests: the same transactions as one request at a time --------------------------------
+class OneAtATimeZooKeeper(ZooKeeper):
+    """A store whose batched calls are the single calls, one after the other (what the client sent before)."""
+
+    def iter_multi(self, session_id, batches):
+        for ops in batches:
+            try:
+                yield self.multi(session_id, ops)
+            except KeeperError as e:
+                yield e
+
+    def get_data_and_version_many(self, session_id, paths, watch=()):
+        out = []
+        for path in paths:
+            try:
+                out.append(self.get_data_and_version(session_id, path, path in watch))
+            except NoNodeError:
+                out.append(None)
+        return out
+
+
+def _summary(value):
+    """Results with errors as (type, code, path, message): comparable across two stores."""
+    if isinstance(value, Exception):
+        return (type(value).__name__, getattr(value, "code", None), getattr(value, "path", None), str(value))
+    if isinstance(value, dict):
+        return {k: _summary(v) for k, v in value.items()}
+    if hasattr(value, "finished"):
+        return (_summary(value.finished), list(value.to_retry))
+    return value
+
+
+def _run_state_requests(zk_cls) -> tuple[list, dict, list]:
+    clock = Clock()
+    zk = zk_cls(clock)
+    a = KafkaZkClient(zk, clock=clock, rng=random.Random(1))
+    a.create_top_level_paths()
+    epoch, version = a.register_controller_and_increment_controller_epoch(1)
+    a.create_topic_with_assignment("t", {}, {p: [1, 2] for p in range(6)})
+    a.create_topic_with_assignment("u", {}, {0: [2, 1]})
+    handler = Handler("/brokers/topics/t/partitions/1/state")
+    a.register_znode_change_handler(handler)
+    out = []
+
+    def call(fn):
+        try:
+            out.append(("ok", _summary(fn())))
+        except Exception as e:  # noqa: BLE001 - compared, not handled
+            out.append(("raised", _summary(e)))
+        clock.now += 3
+
+    call(lambda: a.create_partition_states({("t", p): lice(1, (1, 2), controller_epoch=epoch) for p in range(4)},
+                                           version))
+    call(lambda: a.create_partition_states({("t", 3): lice(2, (2,), controller_epoch=epoch),      # NODEEXISTS
+                                            ("t", 4): lice(2, (2, 1), controller_epoch=epoch),
+                                            ("u", 0): lice(2, (2, 1), controller_epoch=epoch)}, version))
+    call(lambda: a.get_partition_states([("t", p) for p in range(7)] + [("u", 0), ("v", 0)]))   # arms t-1's watch
+    call(lambda: a.update_partition_state_as_leader(("t", 2), LeaderAndIsr(1, 0, (1,), partition_epoch=0), epoch))
+    call(lambda: a.update_leader_and_isr({("t", 0): LeaderAndIsr(2, 1, (2, 1), partition_epoch=0),
+                                          ("t", 1): LeaderAndIsr(2, 1, (2,), partition_epoch=0),
+                                          ("t", 2): LeaderAndIsr(2, 1, (2,), partition_epoch=0),      # BADVERSION
+                                          ("t", 5): LeaderAndIsr(2, 1, (2,), partition_epoch=0),      # NONODE
+                                          ("u", 0): LeaderAndIsr(1, 1, (1,), partition_epoch=0)}, epoch, version))
+    call(lambda: a.update_leader_and_isr({}, epoch, version))
+    call(lambda: a.update_leader_and_isr({("t", 0): LeaderAndIsr(2, 1, (2,))}, epoch, -5))             # ValueError
+    call(lambda: a.get_partition_states(iter([("t", 1), ("t", 0)])))
+    b = KafkaZkClient(zk, clock=clock, rng=random.Random(2))
+    zk.expire_session(a.session_id)                                   # A's controller is deposed
+    call(lambda: b.register_controller_and_increment_controller_epoch(2))
+    call(lambda: a.update_leader_and_isr({("t", 0): LeaderAndIsr(1, 2, (1,), partition_epoch=1),
+                                          ("t", 4): LeaderAndIsr(1, 2, (1,), partition_epoch=0)}, epoch, version))
+    call(lambda: a.create_partition_states({("t", 5): lice(1, (1,), controller_epoch=epoch)}, version))
+    zk.delete(b.session_id, "/controller_epoch", -1)
+    call(lambda: b.update_leader_and_isr({("t", 0): LeaderAndIsr(1, 2, (1,), partition_epoch=1)}, 2, 1))
+    a.abandon()                                                       # A's process is gone, then its session
+    zk.expire_session(a.session_id)
+    call(lambda: a.update_leader_and_isr({("t", 0): LeaderAndIsr(1, 2, (1,), partition_epoch=1)}, epoch, 0))
+    call(lambda: a.create_partition_states({("t", 5): lice(1, (1,), controller_epoch=epoch)}, 0))
+    call(lambda: a.get_partition_states([("t", 0)]))
+    return out, zk.to_dict(), handler.take()
+
+
+def test_pipelined_state_requests_are_the_requests_one_at_a_time():
+    pipelined, sequential = _run_state_requests(ZooKeeper), _run_state_requests(OneAtATimeZooKeeper)
+    assert pipelined[0] == sequential[0]
+    assert pipelined[1] == sequential[1]           # same transactions: tree, versions, zxids, times, watches
+    assert pipelined[2] == sequential[2] == ["changed"]
+    raised = [o[1][0] for o in pipelined[0] if o[0] == "raised"]
+    assert raised == ["ValueError", "ControllerMovedError", "ControllerMovedError", "SessionExpiredError",
+                      "SessionExpiredError"]
+    assert pipelined[0][-3][1][0][("t", 0)][0] == "SessionExpiredError"   # update_leader_and_isr fails them all
+
+
+def test_decoded_partition_states_are_shared_and_equal_to_fresh_decodes():
+    from controller.zk_data import _decode_partition_state, decode_partition_state, encode_partition_state
+    body = encode_partition_state(lice(3, (3, 1, 2), leader_epoch=4, controller_epoch=7, recovery=1))
+    first = decode_partition_state(body, 5)
+    assert first == _decode_partition_state(body, 5) == lice(3, (3, 1, 2), 4, 7, 1)._replace(
+        leader_and_isr=LeaderAndIsr(3, 4, (3, 1, 2), 1, 5))
+    assert decode_partition_state(bytes(body), 5) is first                   # equal bytes, one decoded value
+    assert decode_partition_state(body, 6).leader_and_isr.partition_epoch == 6
+    assert decode_partition_state(bytearray(body), 5) == first               # unhashable data: no memo
+    assert decode_partition_state(None, 0) is None and decode_partition_state(b"junk", 0) is None

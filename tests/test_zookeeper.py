@@ -582,3 +582,192 @@ def test_random_operations_match_a_reference_model(data):
         if error is not None:
             assert zk.to_dict()["nodes"] == before            # a failed write, or multi, changes nothing
         _assert_same_tree(zk, s, ref)
+
+
+# --- batches: multi_many, iter_multi, get_data_and_version_many ------------------------------------------------
+def _outcome(fn):
+    """What a call gives: its result, or the error it raised (type, code, per-op results, index, path)."""
+    try:
+        return ("ok", fn())
+    except MultiError as e:
+        return ("MultiError", e.code, e.results, e.failed_index, e.path)
+    except KeeperError as e:
+        return (type(e).__name__, e.code)
+
+
+def _entry(r):
+    if isinstance(r, MultiError):
+        return ("MultiError", r.code, r.results, r.failed_index, r.path)
+    if isinstance(r, KeeperError):
+        return (type(r).__name__, r.code)
+    return ("ok", r)
+
+
+def _twins(clock):
+    """Two stores with the same tree, sessions and armed watches; each session records its events."""
+    out = []
+    for _ in range(2):
+        zk = ZooKeeper(clock)
+        w, other = Recorder(), Recorder()
+        s, o = zk.connect(10_000, watcher=w), zk.connect(10_000, watcher=other)
+        zk.create(s, "/a", b"0")
+        for c in ("x", "y", "z"):
+            zk.create(s, f"/a/{c}", b"c")
+        zk.create(s, "/e", b"", ephemeral=True)
+        zk.get_data(o, "/a", watch=True)
+        zk.get_children(o, "/a", watch=True)
+        zk.exists(s, "/a/x", watch=True)
+        zk.exists(o, "/new", watch=True)
+        out.append((zk, s, w, other))
+    return out
+
+
+BATCHES = [
+    [CheckOp("/a", 0), SetDataOp("/a", b"1", 0)],
+    [SetDataOp("/a", b"2"), DeleteOp("/a/x"), CreateOp("/a/s-", b"q", sequential=True), CheckOp("/a", 0)],  # fails
+    [CreateOp("/new", b"n"), CreateOp("/a/w", b"w", ephemeral=True)],
+    [CheckOp("/controller_epoch", 0), SetDataOp("/a/y", b"y")],                                          # fails
+    [DeleteOp("/a/x"), SetDataOp("/a", b"3", 1)],
+    [CreateOp("/e/child")],                                                                              # fails
+]
+
+
+def test_multi_many_is_multi_one_after_the_other(clock):
+    (zk, s, w, other), (twin, ts, tw, tother) = _twins(clock)
+    before = twin.last_zxid
+    expected = [_outcome(lambda ops=ops: twin.multi(ts, ops)) for ops in BATCHES]
+    got = [_entry(r) for r in zk.multi_many(s, BATCHES)]
+    assert got == expected
+    assert [g[0] for g in got] == ["ok", "MultiError", "ok", "MultiError", "ok", "MultiError"]
+    assert got[1][1:4] == ("BADVERSION", [ErrorResult("OK")] * 3 + [ErrorResult("BADVERSION")], 3)
+    assert zk.last_zxid == twin.last_zxid == before + len(BATCHES)          # a failed multi uses its zxid too
+    assert zk.to_dict() == twin.to_dict()                                  # tree, stats, times and watches
+    assert w.take() == tw.take() and other.take() == tother.take()
+    zk.close_session(s)                                                     # ephemerals of rolled-back multis
+    twin.close_session(ts)                                                  # are not the session's
+    assert zk.to_dict() == twin.to_dict()
+
+
+def test_multi_many_rolls_back_a_failing_multi_in_the_middle(zk):
+    s = zk.connect(10_000)
+    zk.create(s, "/p", b"0")
+    for c in ("a", "b"):
+        zk.create(s, f"/p/{c}")
+    zk.create(s, "/q")
+    snapshots = []
+    out = zk.multi_many(s, [[SetDataOp("/p", b"1")],
+                            [SetDataOp("/p", b"2"), DeleteOp("/p/a"), CreateOp("/p/c"), DeleteOp("/q"),
+                             DeleteOp("/nope")],
+                            [CreateOp("/p/d")]])
+    snapshots.append(zk.to_dict()["nodes"])
+    assert type(out[0]) is list and type(out[2]) is list
+    assert isinstance(out[1], MultiError) and (out[1].code, out[1].failed_index) == ("NONODE", 4)
+    assert zk.get_children(s, "/p") == ["a", "b", "d"]
+    data, stat = zk.get_data(s, "/p")
+    assert (data, stat.version, stat.num_children, stat.cversion) == (b"1", 1, 3, 3)
+    assert "/q" in zk
+
+
+def test_multi_many_delivers_each_multis_events_before_the_next_one(zk):
+    log = []
+
+    def watcher(event):
+        log.append((str(event.type), event.path))
+        if event.path == "/a":
+            zk.exists(s, "/a", watch=True)
+            if zk.get_data(s, "/a")[0] == b"1":
+                zk.set_data(s, "/b", b"from-watcher")        # a write from inside the callback
+
+    s = zk.connect(10_000, watcher=watcher)
+    zk.create(s, "/a")
+    zk.create(s, "/b")
+    zk.exists(s, "/a", watch=True)
+    zk.exists(s, "/b", watch=True)
+    out = zk.multi_many(s, [[SetDataOp("/a", b"1")], [SetDataOp("/b", b"2", 1)], [SetDataOp("/a", b"3")]])
+    # the watcher's write came between the first and the second multi: the second one sees version 1
+    assert type(out[1]) is list and out[1][0].stat.version == 2
+    assert log == [("NodeDataChanged", "/a"), ("NodeDataChanged", "/b"), ("NodeDataChanged", "/a")]
+
+
+def test_iter_multi_applies_each_multi_when_reached(zk):
+    s = zk.connect(10_000)
+    it = zk.iter_multi(s, ([CreateOp(f"/n{i}")] for i in range(3)))
+    assert "/n0" not in zk
+    assert next(it) == [CreateResult("/n0")] and "/n0" in zk and "/n1" not in zk
+    assert list(it) == [[CreateResult("/n1")], [CreateResult("/n2")]]
+
+
+def test_multi_many_session_errors_and_refused_ops(zk):
+    s = zk.connect(10_000)
+    with pytest.raises(TypeError):                       # refused before sending, after the multis before it
+        zk.multi_many(s, [[CreateOp("/a")], ["not an op"], [CreateOp("/b")]])
+    assert "/a" in zk and "/b" not in zk
+    with pytest.raises(ValueError):
+        zk.multi_many(s, [[CreateOp("/c")], [CheckOp("relative")]])
+    assert "/c" in zk
+    zxid = zk.last_zxid
+    zk.expire_session(s)
+    out = zk.multi_many(s, [[CreateOp("/d")], [CheckOp("/a")]])
+    assert [type(r) for r in out] == [SessionExpiredError, SessionExpiredError]
+    assert zk.last_zxid == zxid + 1                      # the expiry only
+    assert zk.multi_many(s, []) == []
+
+
+def test_get_data_and_version_many_is_get_data_and_version_per_path(zk):
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    zk.create(s, "/a", b"1")
+    zk.set_data(s, "/a", b"2")
+    zk.create(s, "/b", None)
+    got = zk.get_data_and_version_many(s, ["/a", "/missing", "/b", "/a"], watch={"/a", "/missing"})
+    assert got == [(b"2", 1), None, (None, 0), (b"2", 1)]
+    zk.create(s, "/missing")                             # no watch was armed on the missing node
+    zk.set_data(s, "/b", b"x")                           # nor on /b
+    zk.set_data(s, "/a", b"3")
+    assert w.take() == [("NodeDataChanged", "/a")]
+    assert zk.get_data_and_version_many(s, iter(["/a"])) == [(b"3", 2)]
+    zk.expire_session(s)
+    with pytest.raises(SessionExpiredError):
+        zk.get_data_and_version_many(s, ["/a"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_random_multi_many_matches_sequential_multis(data):
+    clock = Clock()
+    zk, twin = ZooKeeper(clock), ZooKeeper(clock)
+    recorders = [Recorder(), Recorder()]
+    s = zk.connect(10_000, watcher=recorders[0])
+    assert twin.connect(10_000, watcher=recorders[1]) == s
+    ref = Reference()
+    for _ in range(data.draw(st.integers(1, 6), label="rounds")):
+        batches = []
+        for _ in range(data.draw(st.integers(0, 5), label="multis")):
+            batches.append([draw_op(data, ref) for _ in range(data.draw(st.integers(1, 4)))])
+            try:
+                ref.multi(batches[-1])
+            except RefError:
+                pass
+        watched = data.draw(st.lists(st.sampled_from(["/", "/a", "/b", "/a/b", "/a/s-"]), max_size=3))
+        for z in (zk, twin):                              # arm the same watches on both
+            for path in watched:
+                z.exists(s, path, watch=True)
+                if path in z:
+                    z.get_children(s, path, watch=True)
+        expected = [_outcome(lambda ops=ops: twin.multi(s, ops)) for ops in batches]
+        assert [_entry(r) for r in zk.multi_many(s, batches)] == expected
+        assert zk.to_dict() == twin.to_dict()
+        assert recorders[0].take() == recorders[1].take()
+        _assert_same_tree(zk, s, ref)
+
+
+def test_znodes_are_plain_tuples_the_gc_does_not_track(zk):
+    import gc
+    s = zk.connect(10_000)
+    zk.create(s, "/p", b"")
+    for c in ("a", "b"):
+        zk.create(s, f"/p/{c}", b"x")
+    zk.set_data(s, "/p/a", b"y")
+    gc.collect()
+    assert not any(gc.is_tracked(zk._nodes[p]) for p in ("/p/a", "/p/b"))   # leaves (a set of children is tracked)
+    assert zk.get_data(s, "/p/a")[1].version == 1 and zk.get_children(s, "/p") == ["a", "b"]
