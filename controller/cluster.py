@@ -34,11 +34,11 @@ from controller.request_batch import BrokerRequest, BrokerResponse
 from controller.zookeeper import ZooKeeper
 from events.journal import Journal
 from events.records import (
-    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, AlterPartitionRequested, BrokerKilled, BrokerModified,
-    BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested, ReassignmentRequested, TopicDeletionRequested,
-    UPDATE_ISR_NOTIFICATION, BrokerSessionExpired, BrokerStarted, ClockAdvanced, ClusterCreated, ConfigChanged,
-    ClusterSnapshot, IsrChangeNotified, LeaderAndIsrUpdated, PartitionsAdded, StateDigest, TopicCreated,
-    ViewSnapshot,
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, UPDATE_ISR_NOTIFICATION,
+    AlterPartitionRequested, BrokerKilled, BrokerModified, BrokerSessionExpired, BrokerStarted, BrokerStopped,
+    ClockAdvanced, ClusterCreated, ClusterSnapshot, ConfigChanged, ControlledShutdownRequested, IsrChangeNotified,
+    LeaderAndIsrUpdated, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, StateDigest, TopicCreated,
+    TopicDeletionRequested, ViewSnapshot,
 )
 from statemachines.cluster_view import ClusterView, snapshot_record_body
 from statemachines.leader_and_isr import LeaderAndIsr
@@ -85,7 +85,12 @@ class BrokerServer:
         if self._pending_metadata:
             keys = self.cluster._partition_keys
             for partitions in self._pending_metadata:
-                self._metadata.update(zip(keys(partitions), partitions))
+                metadata = self._metadata
+                metadata.update(zip(keys(partitions), partitions))
+                for p in partitions:
+                    if p.leader == LEADER_DURING_DELETE:
+                        # ZkMetadataCache.updateMetadata: a partition being deleted leaves the cache.
+                        metadata.pop((p.topic, p.partition), None)
             self._pending_metadata.clear()
         return self._metadata
 

@@ -39,6 +39,7 @@ from controller.scheduler import ControllerScheduler
 from events.records import (
     RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControlledShutdownResponded,
     ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LeaderElectionResponded, LiveBrokersChanged,
+    TopicDeletionCompleted, TopicQueuedForDeletion,
 )
 from statemachines import election
 from statemachines.errors import ControllerMovedError, StateChangeFailedError
@@ -120,6 +121,7 @@ class _ControllerDeletionClient:
         zk.delete_topic_znode(topic, epoch_zk_version)
         zk.delete_topic_configs([topic], epoch_zk_version)
         zk.delete_topic_deletions([topic], epoch_zk_version)
+        self._controller.journal.emit(TopicDeletionCompleted, topic)
 
     def delete_topic_deletions(self, topics: list[str], epoch_zk_version: int) -> None:
         self._controller.zk.delete_topic_deletions(topics, epoch_zk_version)
@@ -400,6 +402,7 @@ class KafkaController(PartitionReassignmentMixin):
         to_delete, ineligible = self._fetch_topic_deletions_in_progress()
         self._log.info("Initializing topic deletion manager")
         self.topic_deletion_manager.init(to_delete, ineligible)
+        self._emit_queued_for_deletion(to_delete)
         self._was_controller = True
         self._log.info("Sending update metadata request")
         self._send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, ())
@@ -804,10 +807,16 @@ class KafkaController(PartitionReassignmentMixin):
                 for topic in to_delete:
                     if topic in reassigning:
                         self.topic_deletion_manager.mark_topic_ineligible_for_deletion([topic], REASSIGNMENT_IN_PROGRESS)
+                self._emit_queued_for_deletion(to_delete)
                 self.topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
         else:
             self._log.info(f"Removing {set(to_delete)} since delete topic is disabled")
             self.zk.delete_topic_deletions(to_delete, ctx.epoch_zk_version)
+
+    def _emit_queued_for_deletion(self, topics: Iterable[str]) -> None:
+        if self.topic_deletion_manager.is_delete_topic_enabled:
+            for topic in sorted(topics):
+                self.journal.emit(TopicQueuedForDeletion, topic)
 
     def _on_topic_deletion_stop_replica_response(self, broker_id: int, request_error: str, errors: dict) -> None:
         """A StopReplica(delete=true) response (the request batch's callback): queue it as Kafka does."""

@@ -635,6 +635,32 @@ class ReplicaAssignmentChanged(NamedTuple):
     removing_replicas: tuple
 
 
+class TopicQueuedForDeletion(NamedTuple):
+    """The controller queued a topic for deletion (TopicDeletionManager.enqueueTopicsForDeletion, or its
+    init at failover): from here the topic takes no elections, reassignments or new partitions."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+
+
+class TopicDeletionCompleted(NamedTuple):
+    """Every replica of the topic was deleted: the controller removed its znodes and forgot it
+    (TopicDeletionManager.completeDeleteTopic)."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    topic: str
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -671,6 +697,8 @@ KINDS: dict[int, type] = {
     55: LeaderElectionResponded,
     56: ReassignmentResponded,
     57: ReplicaAssignmentChanged,
+    58: TopicQueuedForDeletion,
+    59: TopicDeletionCompleted,
 }
 
 for _code, _cls in KINDS.items():
@@ -691,4 +719,5 @@ Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
           | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot | ControlledShutdownResponded
-          | LeaderElectionResponded | ReassignmentResponded | ReplicaAssignmentChanged)
+          | LeaderElectionResponded | ReassignmentResponded | ReplicaAssignmentChanged
+          | TopicQueuedForDeletion | TopicDeletionCompleted)

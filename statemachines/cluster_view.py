@@ -27,8 +27,14 @@ What each record kind means here:
   earlier live set) are listed as not live; ``BrokerKilled``/``BrokerSessionExpired`` change
   nothing until the controller says so.
 - ``PartitionTransition`` sets a partition's state, replicas and leader/ISR (the values after
-  the transition); ``NonExistentPartition`` removes the partition, and a topic without
-  partitions is gone. ``LeaderAndIsrUpdated`` changes leader/ISR only.
+  the transition); ``NonExistentPartition`` (topic deletion) takes the partition out of the view,
+  but the topic stays in the store until ``TopicDeletionCompleted``: a new controller finds a
+  halted deletion's partitions there again and the view brings them back at its failover, as
+  Kafka's initializePartitionState does. ``LeaderAndIsrUpdated`` changes leader/ISR only;
+  ``ReplicaAssignmentChanged`` (a reassignment) changes the replicas.
+- ``TopicQueuedForDeletion`` marks a topic as being deleted (partitions added to it afterwards
+  are refused by the controller, so the view ignores them); ``TopicDeletionCompleted`` removes
+  the topic with its configs, assignment and replica states.
 - ``ReplicaTransition`` sets a replica's state; ``NonExistentReplica`` removes it. Replica
   states are kept apart from partitions because topic deletion moves partitions to
   NonExistentPartition *before* their replicas go through deletion; they show only under a
@@ -75,7 +81,8 @@ import msgpack
 from events.log import Batch, LogReader
 from events.records import (
     NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
-    LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaTransition, TopicCreated, ViewSnapshot,
+    LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaAssignmentChanged, ReplicaTransition,
+    TopicCreated, TopicDeletionCompleted, TopicQueuedForDeletion, ViewSnapshot,
 )
 from statemachines.states import (
     NEW_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -84,7 +91,7 @@ from statemachines.states import (
 
 __all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_body"]
 
-SNAPSHOT_FORMAT = 1  # element 0 of a ViewSnapshot's state array
+SNAPSHOT_FORMAT = 2  # element 0 of a ViewSnapshot's state array
 
 
 class PartitionView(NamedTuple):
@@ -165,7 +172,10 @@ class ClusterView:
         self._partitions: dict[str, dict[int, tuple]] = {}
         self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
         self.topic_configs: dict[str, dict[str, str]] = {}
-        self.assignments: dict[str, dict[int, tuple]] = {}  # from TopicCreated / PartitionsAdded inputs
+        self.assignments: dict[str, dict[int, tuple]] = {}  # what the store holds: inputs, then reassignments
+        self.deleting: set[str] = set()                   # topics queued for deletion
+        # partitions of topics being deleted that went NonExistentPartition, with their last state
+        self._deleted_partitions: dict[str, dict[int, tuple]] = {}
         self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
         self.offset = -1                                  # offset of the last record applied
         self.timestamp_ms: int | None = None              # its timestamp
@@ -225,11 +235,14 @@ class ClusterView:
         live = set(self.live_broker_ids())
         # Partitions created while no controller acted on them: the new controller finds them in the
         # store without a leader (NewPartition); only the admin's input records carried them.
+        # A halted deletion's partitions are in the store too: Kafka initialises them like any other.
         for topic, assignment in self.assignments.items():
-            partitions = self._partitions.setdefault(topic, {})
+            deleted = self._deleted_partitions.pop(topic, {})
             for p, replicas in assignment.items():
-                if p not in partitions:
-                    partitions[p] = (NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
+                partitions = self._partitions.get(topic)
+                if partitions is None or p not in partitions:
+                    row = deleted.get(p) or (NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
+                    self._partitions.setdefault(topic, {})[p] = row
         for topic, partitions in self._partitions.items():
             states = self.replica_states.setdefault(topic, {})
             for p, pv in partitions.items():
@@ -247,7 +260,28 @@ class ClusterView:
         self.assignments[rec.topic] = {p: tuple(r) for p, r in enumerate(rec.assignment)}
 
     def _partitions_added(self, rec: PartitionsAdded) -> None:
+        if rec.topic in self.deleting:
+            return  # the controller puts the topic's assignment back (processPartitionModifications)
         self.assignments.setdefault(rec.topic, {}).update((p, tuple(r)) for p, r in rec.assignment)
+
+    def _replica_assignment_changed(self, rec: ReplicaAssignmentChanged) -> None:
+        replicas = tuple(rec.replicas)
+        if rec.topic in self.assignments:
+            self.assignments[rec.topic][rec.partition] = replicas
+        partitions = self._partitions.get(rec.topic)
+        pv = None if partitions is None else partitions.get(rec.partition)
+        if pv is not None:
+            partitions[rec.partition] = (pv[_STATE], replicas) + pv[2:]
+
+    def _topic_queued_for_deletion(self, rec: TopicQueuedForDeletion) -> None:
+        self.deleting.add(rec.topic)
+
+    def _topic_deletion_completed(self, rec: TopicDeletionCompleted) -> None:
+        topic = rec.topic
+        self.deleting.discard(topic)
+        for table in (self._partitions, self._deleted_partitions, self.assignments, self.topic_configs,
+                      self.replica_states):
+            table.pop(topic, None)
 
     def _config_changed(self, rec: ConfigChanged) -> None:
         if rec.entity_type != "topic":
@@ -262,11 +296,11 @@ class ClusterView:
         if rec.to_state == NON_EXISTENT_PARTITION:
             partitions = self._partitions.get(rec.topic)
             if partitions is not None:
-                partitions.pop(rec.partition, None)
+                row = partitions.pop(rec.partition, None)
+                if row is not None:
+                    self._deleted_partitions.setdefault(rec.topic, {})[rec.partition] = row
                 if not partitions:
                     del self._partitions[rec.topic]
-                    self.topic_configs.pop(rec.topic, None)
-            self.assignments.get(rec.topic, {}).pop(rec.partition, None)
             return
         partitions = self._partitions.get(rec.topic)
         if partitions is None:
@@ -277,6 +311,10 @@ class ClusterView:
     def _leader_and_isr_updated(self, rec: LeaderAndIsrUpdated) -> None:
         partitions = self._partitions.get(rec.topic)
         pv = None if partitions is None else partitions.get(rec.partition)
+        if pv is None:
+            # A partition of a topic being deleted (ISR shrinks go on after NonExistentPartition).
+            partitions = self._deleted_partitions.get(rec.topic)
+            pv = None if partitions is None else partitions.get(rec.partition)
         if pv is None:  # no state, replicas or partition to attach it to: nothing to invent
             return
         partitions[rec.partition] = (pv[_STATE], pv[_REPLICAS], rec.leader, rec.leader_epoch, tuple(rec.isr),
@@ -318,6 +356,8 @@ class ClusterView:
              for topic, parts in self.replica_states.items()],
             [[topic, [[k, v] for k, v in configs.items()]] for topic, configs in self.topic_configs.items()],
             [[topic, [[p, replicas] for p, replicas in parts.items()]] for topic, parts in self.assignments.items()],
+            sorted(self.deleting),
+            [[topic, [[p, *pv] for p, pv in parts.items()]] for topic, parts in self._deleted_partitions.items()],
         ]
         return msgpack.packb(state, use_bin_type=True)
 
@@ -328,15 +368,18 @@ class ClusterView:
             state = msgpack.unpackb(data, use_list=False, raw=False)
         except Exception as exc:  # msgpack raises several unrelated types
             raise ValueError(f"view snapshot is not valid msgpack: {exc}") from exc
-        if not isinstance(state, tuple) or not state or state[0] != SNAPSHOT_FORMAT:
+        if not isinstance(state, tuple) or not state or state[0] not in (1, SNAPSHOT_FORMAT):
             found = state[0] if isinstance(state, tuple) and state else state
-            raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows {SNAPSHOT_FORMAT}")
-        if len(state) != 13:
-            raise ValueError(f"view snapshot has {len(state)} fields, expected 13")
+            raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows 1 and {SNAPSHOT_FORMAT}")
+        expected = 13 if state[0] == 1 else 15
+        if len(state) != expected:
+            raise ValueError(f"view snapshot has {len(state)} fields, expected {expected}")
+        if state[0] == 1:
+            state = state + ((), ())  # format 1 had no deletions
         view = cls()
         try:
             (_, view.offset, view.timestamp_ms, controller, view.latest_epoch, known, registered, shutting_down,
-             pending, topics, replica_states, topic_configs, assignments) = state
+             pending, topics, replica_states, topic_configs, assignments, deleting, deleted) = state
             view.controller = None if controller is None else (controller[0], controller[1])
             view.known_brokers = set(known)
             view.registered_brokers = {b: e for b, e in registered}
@@ -349,6 +392,10 @@ class ClusterView:
                                    for topic, parts in replica_states}
             view.topic_configs = {topic: dict(configs) for topic, configs in topic_configs}
             view.assignments = {topic: dict(parts) for topic, parts in assignments}
+            view.deleting = set(deleting)
+            view._deleted_partitions = {topic: {p: (st, replicas, leader, leader_epoch, isr, pe, rs)
+                                                for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
+                                        for topic, parts in deleted}
         except (TypeError, ValueError) as exc:
             raise ValueError(f"view snapshot does not have the ViewSnapshot layout: {exc}") from exc
         return view
@@ -427,10 +474,14 @@ _HANDLERS = {
     LeaderAndIsrUpdated.KIND: ClusterView._leader_and_isr_updated,
     ReplicaTransition.KIND: ClusterView._replica_transition,
     PartitionsAdded.KIND: ClusterView._partitions_added,
+    ReplicaAssignmentChanged.KIND: ClusterView._replica_assignment_changed,
+    TopicQueuedForDeletion.KIND: ClusterView._topic_queued_for_deletion,
+    TopicDeletionCompleted.KIND: ClusterView._topic_deletion_completed,
 }
 # Records of a controller's in-memory view: a deposed controller's (older epoch) are not the cluster's.
 _STATE_KINDS = frozenset({PartitionTransition.KIND, LeaderAndIsrUpdated.KIND, ReplicaTransition.KIND,
-                          LiveBrokersChanged.KIND})
+                          LiveBrokersChanged.KIND, ReplicaAssignmentChanged.KIND, TopicQueuedForDeletion.KIND,
+                          TopicDeletionCompleted.KIND})
 
 
 def fold(records: Iterable[tuple], *, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:

@@ -13,6 +13,7 @@ from events.records import (
     BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested, ReassignmentRequested, TopicDeletionRequested,
 )
 from kcontroller.cli import main
+from statemachines.cluster_view import fold_log
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +49,8 @@ def test_reassign_from_a_kafka_reassignment_file_then_catch_up(tmp_path, capsys,
     assert [r.partitions for r in _inputs(cluster_log, ReassignmentRequested)] == [(("t", 0, (3, 2, 1)),)]
     status, out, _ = run(capsys, "catch-up", cluster_log)
     assert status == 0
+    topics = {t["name"]: t for t in fold_log(cluster_log).to_json_dict()["topics"]}
+    assert topics["t"]["partitions"][0]["replicas"] == [3, 2, 1]
     assert replay_log(cluster_log).ok
 
 

@@ -984,10 +984,6 @@ def test_zk_reassignment_of_a_topic_queued_for_deletion_is_dropped_from_the_znod
 
 # --- engine bugs (strict xfail: they pass once fixed) --------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "controller/cluster.py BrokerServer.handle_request merges every UpdateMetadata partition into the broker's "
-    "metadata cache; Kafka's ZkMetadataCache.updateMetadata removes a partition whose state has leader "
-    "LeaderDuringDelete (-2) (removePartitionInfo), so a deleted topic stays in every broker's metadata here"))
 def test_brokers_forget_the_metadata_of_a_deleted_topic():
     cluster = create_test_topic_and_cluster()
     cluster.delete_topic("test")
@@ -996,11 +992,6 @@ def test_brokers_forget_the_metadata_of_a_deleted_topic():
         assert ("test", 0) not in server.metadata, (b, server.metadata.get(("test", 0)))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "statemachines/cluster_view.py: a NonExistentPartition transition pops the partition from "
-    "ClusterView.assignments but leaves the topic's empty dict there; the next controller's first "
-    "LiveBrokersChanged (_initialize_states) does topics.setdefault(topic, {}) for it, so a deleted topic comes "
-    "back as a topic without partitions (and describe_lines fails on min() of an empty sequence)"))
 def test_view_does_not_resurrect_a_deleted_topic_at_failover():
     cluster = create_test_topic_and_cluster()
     cluster.delete_topic("test")
@@ -1012,12 +1003,6 @@ def test_view_does_not_resurrect_a_deleted_topic_at_failover():
     assert not [line for line in view.describe_lines() if "test" in line]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "statemachines/cluster_view.py folds a partition's replicas from PartitionTransition records only (it has no "
-    "handler for the ReplicaAssignmentChanged records that later commits emit); a reassignment changes RS (phase "
-    "U, and RS = TRS in phase B) without a PartitionTransition when no election is needed, so the view (and "
-    "kafka-topics --describe from it) keeps the old replica list while the controller has the new one; at the "
-    "next failover the view also gives replica states to those stale replicas"))
 def test_view_follows_the_replicas_of_a_completed_reassignment():
     cluster = make_servers(4)
     tp = ("t", 0)
@@ -1028,11 +1013,6 @@ def test_view_follows_the_replicas_of_a_completed_reassignment():
     assert fold(cluster.journal.records).topics["t"][0].replicas == (1, 3)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "statemachines/cluster_view.py drops a partition (and its assignment) at its NonExistentPartition transition, "
-    "which topic deletion makes before the topic is gone; when a new controller takes over a deletion halted by "
-    "a dead replica, Kafka (initializePartitionState) has the partition again, Offline or Online, from the store, "
-    "but no record brings it back into the view"))
 def test_view_keeps_the_partitions_of_a_halted_deletion_across_failover():
     cluster = create_test_topic_and_cluster(4)
     stop(cluster, 2)
@@ -1043,11 +1023,6 @@ def test_view_keeps_the_partitions_of_a_halted_deletion_across_failover():
     assert 0 in fold(cluster.journal.records).topics.get("test", {})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "statemachines/cluster_view.py takes the partitions of a PartitionsAdded input into ClusterView.assignments and "
-    "makes them NewPartition at the next failover (_initialize_states); the controller took them out of the topic "
-    "znode again (processPartitionModifications: topic queued for deletion), so the view has a partition the "
-    "controller never knew, and keeps it after the topic is deleted"))
 def test_view_drops_partitions_taken_out_of_a_topic_being_deleted():
     cluster = create_test_topic_and_cluster(4)
     stop(cluster, 2)
@@ -1058,11 +1033,6 @@ def test_view_drops_partitions_taken_out_of_a_topic_being_deleted():
     assert 1 not in fold(cluster.journal.records).topics.get("test", {})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "statemachines/cluster_view.py drops a topic's configs (ClusterView.topic_configs) at the NonExistentPartition "
-    "transition of its last partition, which topic deletion makes first; a config change while the deletion is "
-    "halted (a ConfigChanged input: the topic still exists, Kafka accepts it) comes after, and nothing removes "
-    "it when the deletion completes, so the view keeps configs of a deleted topic"))
 def test_view_forgets_the_configs_of_a_deleted_topic():
     cluster = create_test_topic_and_cluster(4)
     stop(cluster, 2)
