@@ -12,7 +12,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
-from kcontroller import cli_cluster
+from kcontroller import cli_cluster, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -71,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--time", type=int, metavar="T", help="state at simulated time T (ms)")
     describe.add_argument("--json", action="store_true", help="print JSON instead of text")
     cli_cluster.add_parsers(sub)
+    cli_whatif.add_parser(sub)
     return parser
 
 
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_level or ("critical" if args.command in quiet else "warning"))
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
-                    **cli_cluster.COMMANDS}
+                    "what-if": cli_whatif.cmd_what_if, **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
