@@ -762,6 +762,11 @@ class KafkaController(PartitionReassignmentMixin):
         """Per preferred broker: when more than ``leader.imbalance.per.broker.percentage`` of the partitions
         it should lead are led elsewhere, elect the preferred leader where it can lead."""
         ctx = self.context
+        if ctx.preferred_replica_imbalance_count == 0:
+            # No partition that could take its preferred leader leads elsewhere: no broker can have
+            # a candidate, so Kafka's scan would elect nothing. Skip it (it reads every partition).
+            self._log.debug("No partition has a preferred replica that could lead it and does not")
+            return
         by_preferred: dict[int, list[tuple]] = {}
         for tp in ctx.all_partitions():
             if not ctx.is_topic_queued_up_for_deletion(tp[0]):
