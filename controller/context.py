@@ -78,6 +78,8 @@ class ControllerContext:
         self.replicas_on_offline_dirs: dict[int, set[tuple]] = {}
         self.topics: dict[str, TopicState] = {}
         self.topic_configs: dict[str, dict[str, str]] = {}
+        # Kafka's topicIds, filled as the controller reads them (a cache: snapshots leave it out).
+        self.topic_ids: dict[str, str | None] = {}
         self.partitions_being_reassigned: set[tuple] = set()
         self.topics_to_be_deleted: set[str] = set()
         self.topics_with_deletion_started: set[str] = set()
@@ -163,6 +165,7 @@ class ControllerContext:
                 if topic not in self.topics_to_be_deleted and not self._has_preferred_leader(ts, p):
                     self.preferred_replica_imbalance_count -= 1
         self.topic_configs.pop(topic, None)
+        self.topic_ids.pop(topic, None)
         # As Kafka 3.7's removeTopic: topicsIneligibleForDeletion, partitionsBeingReassigned and
         # replicasOnOfflineDirs keep whatever they had for the topic.
         self.topics_to_be_deleted.discard(topic)

@@ -879,7 +879,7 @@ class KafkaController(PartitionReassignmentMixin):
                 self._log.warning(f"Skipping adding partitions {_tps(to_add)} for topic {topic} since it is "
                                   f"currently being deleted")
                 existing = {tp: ctx.partition_full_replica_assignment(tp) for tp in assignment if tp not in to_add}
-                self.zk.set_topic_assignment(topic, self.zk.get_topic_ids([topic]).get(topic), existing,
+                self.zk.set_topic_assignment(topic, self._topic_id(topic), existing,
                                              ctx.epoch_zk_version)
             return
         if to_add:
@@ -1022,6 +1022,13 @@ class KafkaController(PartitionReassignmentMixin):
             return
         self._log.info(f"Unclean leader election has been enabled for topic {topic}")
         self.partition_state_machine.trigger_online_partition_state_change(topic)
+
+    def _topic_id(self, topic: str) -> str | None:
+        """Kafka's controllerContext.topicIds(topic): read from the topic znode once, then kept."""
+        ids = self.context.topic_ids
+        if topic not in ids:
+            ids[topic] = self.zk.get_topic_ids([topic]).get(topic)
+        return ids[topic]
 
     def _topic_configs(self, topic: str) -> dict:
         return self.zk.get_entity_configs("topics", topic)

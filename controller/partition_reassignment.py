@@ -254,8 +254,7 @@ class PartitionReassignmentMixin:
         topic = tp[0]
         by_partition = {p: ctx.partition_full_replica_assignment(p) for p in ctx.partitions_for_topic(topic)}
         by_partition[tp] = assignment
-        self.zk.set_topic_assignment(topic, self.zk.get_topic_ids([topic]).get(topic), by_partition,
-                                     ctx.epoch_zk_version)
+        self.zk.set_topic_assignment(topic, self._topic_id(topic), by_partition, ctx.epoch_zk_version)
         self.journal.emit(ReplicaAssignmentChanged, topic, tp[1], tuple(assignment.replicas),
                           tuple(assignment.adding_replicas), tuple(assignment.removing_replicas))
         self._log.info(f"Successfully updated assignment of partition {TopicPartition(*tp)} to {assignment}")
