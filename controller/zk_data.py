@@ -438,22 +438,37 @@ def _int_list(xs: Iterable[int]) -> list[int]:
     return [int(x) for x in xs]
 
 
+@lru_cache(maxsize=8192)
+def _int_list_json(xs: tuple) -> str:
+    return "[" + ",".join(str(int(x)) for x in xs) + "]"
+
+
+def _partition_map_json(replicas_by_key: dict[str, tuple]) -> str:
+    """A {"partition": [ids]} object in Scala mutable.Map order, as Jackson writes it (compact)."""
+    order = _mutable_key_order(tuple(replicas_by_key), 16)
+    return "{" + ",".join(f'"{k}":{_int_list_json(replicas_by_key[k])}' for k in order) + "}"
+
+
 def encode_topic(topic_id: str | None, assignment: Mapping[int, ReplicaAssignment]) -> bytes:
-    """TopicZNode.encode (version 3): replicas, adding and removing replicas by partition, topic id."""
+    """TopicZNode.encode (version 3): replicas, adding and removing replicas by partition, topic id.
+
+    Written piecewise (the key orders and replica lists are cached), byte for byte what
+    ``to_json`` makes of the same maps: a reassignment rewrites a topic's whole znode for each of
+    its partitions, as Kafka does, so this runs once per partition per phase."""
     partitions, adding, removing = {}, {}, {}
     for p, a in assignment.items():
-        partitions[str(p)] = _int_list(a.replicas)
+        key = str(p)
+        partitions[key] = tuple(a.replicas)
         if a.adding_replicas:
-            adding[str(p)] = _int_list(a.adding_replicas)
+            adding[key] = tuple(a.adding_replicas)
         if a.removing_replicas:
-            removing[str(p)] = _int_list(a.removing_replicas)
-    body = {"version": 3,
-            "partitions": _ordered(partitions, scala_mutable_order(partitions, java_hash)),
-            "adding_replicas": _ordered(adding, scala_mutable_order(adding, java_hash)),
-            "removing_replicas": _ordered(removing, scala_mutable_order(removing, java_hash))}
+            removing[key] = tuple(a.removing_replicas)
+    parts = {"version": "3", "partitions": _partition_map_json(partitions),
+             "adding_replicas": _partition_map_json(adding), "removing_replicas": _partition_map_json(removing)}
     if topic_id is not None:
-        body["topic_id"] = topic_id
-    return to_json(_ordered(body, _mutable_key_order(tuple(body), _scala_presized_table(4))))
+        parts["topic_id"] = to_json(topic_id).decode("utf-8")
+    order = _mutable_key_order(tuple(parts), _scala_presized_table(4))
+    return ("{" + ",".join(f'"{k}":{parts[k]}' for k in order) + "}").encode("utf-8")
 
 
 class TopicIdReplicaAssignment(NamedTuple):

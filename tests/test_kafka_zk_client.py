@@ -11,6 +11,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.context import ControllerContext
 from controller.kafka_zk_client import (
@@ -761,3 +763,36 @@ def test_decoded_partition_states_are_shared_and_equal_to_fresh_decodes():
     assert decode_partition_state(body, 6).leader_and_isr.partition_epoch == 6
     assert decode_partition_state(bytearray(body), 5) == first               # unhashable data: no memo
     assert decode_partition_state(None, 0) is None and decode_partition_state(b"junk", 0) is None
+
+
+def _encode_topic_reference(topic_id, assignment):
+    """TopicZNode.encode through plain dicts and to_json (what encode_topic must equal, byte for byte)."""
+    from controller.zk_data import _mutable_key_order, _ordered, _scala_presized_table, java_hash, \
+        scala_mutable_order, to_json
+    partitions, adding, removing = {}, {}, {}
+    for p, a in assignment.items():
+        partitions[str(p)] = [int(x) for x in a.replicas]
+        if a.adding_replicas:
+            adding[str(p)] = [int(x) for x in a.adding_replicas]
+        if a.removing_replicas:
+            removing[str(p)] = [int(x) for x in a.removing_replicas]
+    body = {"version": 3,
+            "partitions": _ordered(partitions, scala_mutable_order(partitions, java_hash)),
+            "adding_replicas": _ordered(adding, scala_mutable_order(adding, java_hash)),
+            "removing_replicas": _ordered(removing, scala_mutable_order(removing, java_hash))}
+    if topic_id is not None:
+        body["topic_id"] = topic_id
+    return to_json(_ordered(body, _mutable_key_order(tuple(body), _scala_presized_table(4))))
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.integers(0, 300), st.tuples(st.lists(st.integers(0, 2000), min_size=1, max_size=5),
+                                                      st.lists(st.integers(0, 2000), max_size=2),
+                                                      st.lists(st.integers(0, 2000), max_size=2)), max_size=40),
+       st.one_of(st.none(), st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+                                    min_size=22, max_size=22)))
+def test_encode_topic_matches_the_plain_json_encoding(by_partition, topic_id):
+    from controller.zk_data import encode_topic
+    from statemachines.leader_and_isr import ReplicaAssignment
+    assignment = {p: ReplicaAssignment(tuple(r), tuple(a), tuple(rm)) for p, (r, a, rm) in by_partition.items()}
+    assert encode_topic(topic_id, assignment) == _encode_topic_reference(topic_id, assignment)
