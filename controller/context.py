@@ -208,6 +208,18 @@ class ControllerContext:
                 column.pop(p, None)
         self._adjust_imbalance(ts, p, had_preferred)
 
+    def partition_full_replica_assignment_for_topic(self, topic: str) -> dict[int, ReplicaAssignment]:
+        """partition -> ReplicaAssignment of every partition of the topic (Kafka's
+        partitionFullReplicaAssignmentForTopic), built from the columns in one pass."""
+        ts = self.topics.get(topic)
+        if ts is None:
+            return {}
+        adding, removing, new = ts.adding, ts.removing, tuple.__new__
+        if not adding and not removing:
+            return {p: new(ReplicaAssignment, (r, _EMPTY, _EMPTY)) for p, r in enumerate(ts.replicas)}
+        return {p: new(ReplicaAssignment, (r, adding.get(p, _EMPTY), removing.get(p, _EMPTY)))
+                for p, r in enumerate(ts.replicas)}
+
     def partition_replica_assignment_for_topic(self, topic: str) -> dict[tuple, tuple]:
         ts = self.topics.get(topic)
         return {} if ts is None else {(topic, p): r for p, r in enumerate(ts.replicas)}

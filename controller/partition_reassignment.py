@@ -252,8 +252,8 @@ class PartitionReassignmentMixin:
     def _update_replica_assignment_for_partition(self, tp: tuple, assignment: ReplicaAssignment) -> None:
         ctx = self.context
         topic = tp[0]
-        by_partition = {p: ctx.partition_full_replica_assignment(p) for p in ctx.partitions_for_topic(topic)}
-        by_partition[tp] = assignment
+        by_partition = ctx.partition_full_replica_assignment_for_topic(topic)
+        by_partition[tp[1]] = assignment
         self.zk.set_topic_assignment(topic, self._topic_id(topic), by_partition, ctx.epoch_zk_version)
         self.journal.emit(ReplicaAssignmentChanged, topic, tp[1], tuple(assignment.replicas),
                           tuple(assignment.adding_replicas), tuple(assignment.removing_replicas))
