@@ -9,6 +9,9 @@ The pieces:
   seeded random source.
 - ``network`` — latency, FIFO links, network partitions (cut links) and slow nodes between
   brokers, the metadata store (``"zk"``) and clients.
+- ``simulation`` and ``sim_broker`` — the engine: broker processes with store sessions and
+  heartbeats, each running Kafka's controller candidate, requests and responses over the network
+  (the control plane so far; the data plane is next).
 - ``scenario`` — the YAML scenario format (docs/scenarios.md) and its validation.
 - ``describe_parser`` and ``whatif`` — a real cluster's ``kafka-topics.sh --describe`` (or a
   reassignment JSON) rebuilt around the controller, and what broker failures or shutdowns do to it.

@@ -1,0 +1,192 @@
+"""A simulated broker process: its store session with heartbeats, its registration, its controller
+candidate, and how it answers the controller's requests.
+
+The broker pings the store every third of ``zookeeper.session.timeout.ms`` (as ZooKeeper's client
+does) when the network lets it reach ``"zk"``; cut off longer than the timeout, its session
+expires and its registration goes, while the process runs on. It answers LeaderAndIsr,
+UpdateMetadata and StopReplica as a Kafka broker does: a request from an older controller epoch
+gets STALE_CONTROLLER_EPOCH, one addressed to an older registration of this broker
+STALE_BROKER_EPOCH (UpdateMetadata excepted), and a LeaderAndIsr partition whose leader epoch is
+not newer than the one the broker has is ignored (Kafka answers STALE_CONTROLLER_EPOCH for it,
+per partition).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from controller.controller_events import NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
+from controller.kafka_controller import KafkaController
+from controller.kafka_zk_client import KafkaZkClient
+from controller.request_batch import BrokerRequest, BrokerResponse
+from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE
+
+
+class SimZkClient(KafkaZkClient):
+    """A broker's store client that hears from the store only while the network lets it reach ``"zk"``.
+
+    Cut off, it holds the watch notifications and the session expiry the store sends; when it can
+    reach the store again it learns of them in order — and once its session has expired, the watches
+    of that dead session are gone, as ZooKeeper's are. (Its requests are not sent while cut off:
+    the simulation does not run the controller thread of a broker that cannot reach the store,
+    as Kafka's retryRequestsUntilConnected blocks it.)"""
+
+    def __init__(self, *args, reachable: Callable[[], bool], **kwargs):
+        self._reachable = reachable
+        self._held: list = []
+        super().__init__(*args, **kwargs)
+
+    def _process(self, event) -> None:
+        if self._reachable():
+            super()._process(event)
+        else:
+            self._held.append(("watch", event))
+
+    def _on_session_expired(self) -> None:
+        if self._reachable():
+            super()._on_session_expired()
+        else:
+            self._held.append(("expired", None))
+
+    @property
+    def holds_notifications(self) -> bool:
+        return bool(self._held)
+
+    def reconnect(self) -> None:
+        """The store is reachable again: deliver what was held."""
+        held, self._held = self._held, []
+        if any(kind == "expired" for kind, _ in held):
+            super()._on_session_expired()
+        else:
+            for _, event in held:
+                super()._process(event)
+
+
+class SimBroker:
+    """One broker process of a :class:`sim.simulation.Simulation`."""
+
+    def __init__(self, sim, broker_id: int, host: str, port: int = 9092, rack: str | None = None):
+        self.sim = sim
+        self.broker_id = broker_id
+        self.host, self.port, self.rack = host, port, rack
+        self.alive = False
+        self.zk: KafkaZkClient | None = None
+        self.controller: KafkaController | None = None
+        self.broker_epoch = -1
+        self.controller_epoch = 0                       # the newest controller epoch it has accepted
+        self.partitions: dict[tuple, tuple] = {}        # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
+        self.metadata: dict[tuple, tuple] = {}          # (topic, p) -> (leader, leader_epoch, isr, replicas)
+        self.live_brokers: tuple = ()
+        self.rejected: list[tuple] = []                 # (time, api, controller id, controller epoch, error)
+        self._heartbeat_timer = None
+
+    # --- process lifecycle ---------------------------------------------------------------------
+    def start(self) -> None:
+        sim = self.sim
+        self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.session_timeout_ms, clock=sim.loop.clock,
+                              rng=sim.store_rng, reachable=self.reaches_store)
+        self.zk.create_top_level_paths()
+        self._register()
+        self.controller = KafkaController(self.broker_id, sim.config, self.zk, sim.journal, sim.loop.clock,
+                                          send=lambda request: sim.send_request(self.broker_id, request),
+                                          register_broker=self._register)
+        self.alive = True
+        self.controller.startup()
+        self._schedule_heartbeat()
+
+    def _register(self) -> int:
+        self.broker_epoch = self.zk.register_broker(self.broker_id, self.host, self.port, self.rack)
+        return self.broker_epoch
+
+    def kill(self) -> None:
+        """kill -9: nothing more happens in the process; its session lives until it times out."""
+        self.alive = False
+        if self._heartbeat_timer is not None:
+            self._heartbeat_timer.cancel()
+        self.zk.abandon()
+        self.controller.event_manager.close()
+
+    def stop(self) -> None:
+        """A clean stop: the controller candidate resigns and the session is closed at once."""
+        self.alive = False
+        if self._heartbeat_timer is not None:
+            self._heartbeat_timer.cancel()
+        self.controller.shutdown()
+        self.zk.close()
+
+    def reaches_store(self) -> bool:
+        return self.sim.network.reachable(self.broker_id, "zk")
+
+    def _schedule_heartbeat(self) -> None:
+        self._heartbeat_timer = self.sim.loop.after(max(1, self.sim.session_timeout_ms // 3), self._heartbeat,
+                                                    f"heartbeat {self.broker_id}")
+
+    def _heartbeat(self) -> None:
+        if not self.alive:
+            return
+        if self.sim.network.reachable(self.broker_id, "zk"):
+            self.zk.heartbeat()
+        self._schedule_heartbeat()
+
+    # --- requests from controllers -------------------------------------------------------------------
+    def handle_request(self, request: BrokerRequest) -> BrokerResponse:
+        error = self._check(request)
+        errors: dict = {}
+        if error == NONE:
+            self.controller_epoch = request.controller_epoch
+            if request.api == API_LEADER_AND_ISR:
+                errors = self._leader_and_isr(request)
+            elif request.api == API_UPDATE_METADATA:
+                self._update_metadata(request)
+            elif request.api == API_STOP_REPLICA:
+                errors = self._stop_replica(request)
+        else:
+            self.rejected.append((self.sim.loop.now, request.api, request.controller_id, request.controller_epoch,
+                                  error))
+            if request.api == API_STOP_REPLICA:
+                errors = {(p.topic, p.partition): error for p in request.partitions}
+        return BrokerResponse(request.api, self.broker_id, request.correlation_id, error, errors)
+
+    def _check(self, request: BrokerRequest) -> str:
+        if request.controller_epoch < self.controller_epoch:
+            return STALE_CONTROLLER_EPOCH
+        if request.api != API_UPDATE_METADATA and 0 <= request.broker_epoch < self.broker_epoch:
+            return STALE_BROKER_EPOCH
+        return NONE
+
+    def _leader_and_isr(self, request: BrokerRequest) -> dict:
+        errors = {}
+        for p in request.partitions:
+            tp = (p.topic, p.partition)
+            cur = self.partitions.get(tp)
+            if cur is None or p.leader_epoch > cur[1]:
+                self.partitions[tp] = (p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)
+                errors[tp] = NONE
+            else:
+                # ReplicaManager.becomeLeaderOrFollower: not a newer leader epoch -> ignored.
+                errors[tp] = STALE_CONTROLLER_EPOCH
+        return errors
+
+    def _update_metadata(self, request: BrokerRequest) -> None:
+        self.live_brokers = request.live_brokers
+        for p in request.partitions:
+            tp = (p.topic, p.partition)
+            if p.leader == LEADER_DURING_DELETE:
+                self.metadata.pop(tp, None)
+            else:
+                self.metadata[tp] = (p.leader, p.leader_epoch, tuple(p.isr), tuple(p.replicas))
+
+    def _stop_replica(self, request: BrokerRequest) -> dict:
+        errors = {}
+        for p in request.partitions:
+            tp = (p.topic, p.partition)
+            if p.delete_partition:
+                self.partitions.pop(tp, None)
+            errors[tp] = NONE
+        return errors
+
+    def on(self, fn: Callable[[], object]) -> Callable[[], None]:
+        """``fn`` wrapped to do nothing once the process is dead (for callbacks scheduled earlier)."""
+        def call() -> None:
+            if self.alive:
+                fn()
+        return call
