@@ -10,8 +10,10 @@ broker and the broker's response travels back to the controller's channel (a los
 resent after Kafka's 100 ms backoff while the broker is still live for that controller). Store
 sessions expire at their exact deadlines.
 
-This module carries out the control-plane steps of a scenario (broker lifecycle, sessions,
-network partitions, topics). The data plane (replica logs, fetchers, producers) is not modelled
+This module carries out the control-plane steps of a scenario: broker lifecycle and controlled
+shutdown (with KafkaServer's retries), sessions, network partitions, topics and their configs,
+reassignments and leader elections (admin requests travel from ``"clients"`` to the controller).
+The data plane (replica logs, fetchers, producers) is not modelled
 yet: a scenario with a workload is refused rather than run without it.
 """
 from __future__ import annotations
@@ -26,7 +28,16 @@ from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest
 from controller.zookeeper import ZooKeeper
 from events.journal import Journal
-from events.records import BrokerKilled, BrokerSessionExpired, BrokerStarted, ClusterCreated
+from controller.assignment import assign_replicas_to_brokers
+from controller.controller_events import (
+    ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, UNCLEAN as UNCLEAN_ELECTION, ApiPartitionReassignment, ControlledShutdown,
+    ReplicaLeaderElection, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+)
+from events.records import (
+    BrokerKilled, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
+    ControlledShutdownRequested, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, TopicCreated,
+    TopicDeletionRequested,
+)
 from sim.event_loop import EventLoop
 from sim.network import Network
 from sim.scenario import Scenario, cut_links
@@ -36,8 +47,11 @@ _log = structlog.get_logger("kcontroller.sim")
 
 REQUEST_RETRY_BACKOFF_MS = 100   # RequestSendThread's backoff before resending
 MAX_SETTLE_STEPS = 10_000_000
-CONTROL_PLANE_ACTIONS = frozenset({"kill_broker", "start_broker", "expire_session", "partition_network",
-                                   "heal_network", "note"})
+CONTROL_PLANE_ACTIONS = frozenset({
+    "kill_broker", "start_broker", "expire_session", "partition_network", "heal_network", "note", "create_topic",
+    "delete_topic", "add_partitions", "set_config", "controlled_shutdown", "elect_preferred", "elect_unclean",
+    "reassign", "cancel_reassignment"})
+UNCLEAN = "unclean.leader.election.enable"
 
 
 class SimulationError(RuntimeError):
@@ -76,6 +90,9 @@ class Simulation:
         for b in self.scenario.cluster.brokers:
             if b not in self.scenario.cluster.down:
                 self.loop.at(0, lambda b=b: self._start_broker(b), f"start {b}")
+        for spec in self.scenario.topics:
+            self.loop.at(0, lambda spec=spec: self._create_topic(spec.name, spec.partitions, spec.replication_factor,
+                                                                 spec.assignment, spec.configs), f"create {spec.name}")
         for step in self.scenario.steps:
             self.loop.at(step.at_ms, lambda step=step: self._step(step), f"step {step.action} (line {step.line})")
         self.run_until(self.scenario.duration_ms)
@@ -165,6 +182,98 @@ class Simulation:
         self._input(BrokerStarted, b, broker.host, broker.port, rack)
         broker.start()
 
+    def _live_broker_ids(self) -> list[int]:
+        return sorted(b for b, broker in self.brokers.items() if broker.alive)
+
+    def _placement(self, topic: str, first: int) -> random.Random:
+        return random.Random(f"{self.seed}/{topic}/{first}")
+
+    def _create_topic(self, name, partitions, replication_factor, assignment, configs) -> None:
+        """kafka-topics.sh --create through the store, as the admin tool does."""
+        if assignment is None:
+            partitions = partitions or self.config.get_int("num.partitions")
+            rf = replication_factor or self.config.get_int("default.replication.factor")
+            assignment = assign_replicas_to_brokers(self._live_broker_ids(), partitions, rf,
+                                                    rng=self._placement(name, 0))
+        assignment = tuple(tuple(r) for r in assignment)
+        configs = tuple(sorted((k, str(v)) for k, v in (configs or {}).items()))
+        self._input(TopicCreated, name, assignment, configs)
+        self.admin.create_topic_with_assignment(name, dict(configs), {p: list(r) for p, r in enumerate(assignment)})
+
+    def _add_partitions(self, topic: str, count: int, assignment) -> None:
+        existing = self.admin.get_full_replica_assignment_for_topics([topic])
+        if assignment is None:
+            rf = len(existing[(topic, 0)].replicas)
+            new = assign_replicas_to_brokers(self._live_broker_ids(), count - len(existing), rf,
+                                             rng=self._placement(topic, len(existing)),
+                                             start_partition_id=len(existing))
+            added = {len(existing) + i: tuple(r) for i, r in enumerate(new)}
+        else:
+            added = {len(existing) + i: tuple(r) for i, r in enumerate(assignment)}
+        self._input(PartitionsAdded, topic, tuple(sorted(added.items())))
+        self.admin.add_partitions(topic, existing, {p: list(r) for p, r in added.items()})
+
+    def _set_config(self, a: dict) -> None:
+        value = a["value"]
+        if a["entity"] == "broker":
+            self._input(ConfigChanged, "broker", "", a["config"], value)
+            self.config = self.config.with_overrides({a["config"]: value} if value is not None else {})
+            for broker in self.brokers.values():
+                if broker.alive:
+                    broker.controller.config = self.config
+                    broker.controller.partition_state_machine.broker_config = self.config
+            if a["config"] == UNCLEAN and value == "true":
+                self._to_controller(lambda c: c.event_manager.put(UncleanLeaderElectionEnable()))
+        else:
+            topic = a["name"]
+            self._input(ConfigChanged, "topic", topic, a["config"], value)
+            configs = dict(self.admin.get_entity_configs("topics", topic))
+            if value is None:
+                configs.pop(a["config"], None)
+            else:
+                configs[a["config"]] = value
+            self.admin.change_topic_config(topic, configs)
+            if a["config"] == UNCLEAN and value == "true":
+                self._to_controller(lambda c: c.event_manager.put(TopicUncleanLeaderElectionEnable(topic)))
+
+    def _to_controller(self, act: Callable, src: int | str = "clients") -> bool:
+        """Send an admin request to the active controller over the network (False: none to send to)."""
+        target = self.brokers.get(self.controller_id)
+        if target is None or not target.alive:
+            return False
+        self.network.send(src, target.broker_id, target.on(lambda: act(target.controller)),
+                          name=f"admin request {src}->{target.broker_id}")
+        return True
+
+    def _controlled_shutdown(self, b: int, retries: int) -> None:
+        """KafkaServer's controlled shutdown over the network: ask the controller, retry while partitions
+        remain (``controlled.shutdown.retry.backoff.ms`` apart), then stop the broker anyway."""
+        broker = self._running(b)
+        if not self.config.get_bool("controlled.shutdown.enable") or retries <= 0:
+            self._input(BrokerStopped, b)
+            broker.stop()
+            return
+        backoff = self.config.get_int("controlled.shutdown.retry.backoff.ms")
+        self._input(ControlledShutdownRequested, b, broker.broker_epoch)
+
+        def on_response(error: str, remaining: tuple) -> None:
+            if error == NONE and not remaining:
+                self._input(BrokerStopped, b)
+                broker.stop()
+            elif retries > 1:
+                self.loop.after(backoff, broker.on(lambda: self._controlled_shutdown(b, retries - 1)), "retry")
+            else:
+                self._input(BrokerStopped, b)
+                broker.stop()
+
+        def request(controller) -> None:
+            # The answer goes back over the network to the shutting-down broker.
+            controller.event_manager.put(ControlledShutdown(b, broker.broker_epoch, lambda error, remaining: (
+                self.network.send(controller.broker_id, b, broker.on(lambda: on_response(error, remaining))))))
+
+        if not self._to_controller(request, src=b):
+            self.loop.after(backoff, broker.on(lambda: self._controlled_shutdown(b, retries - 1)), "retry")
+
     def _running(self, b: int) -> SimBroker:
         broker = self.brokers.get(b)
         if broker is None or not broker.alive:
@@ -201,5 +310,31 @@ class Simulation:
                     broker.zk.reconnect()
         elif action == "note":
             pass
+        elif action == "create_topic":
+            self._create_topic(a["name"], a["partitions"], a["replication_factor"], a["assignment"], a["configs"])
+        elif action == "delete_topic":
+            self._input(TopicDeletionRequested, a["topic"])
+            self.admin.create_delete_topic_path(a["topic"])
+        elif action == "add_partitions":
+            self._add_partitions(a["topic"], a["count"], a["assignment"])
+        elif action == "set_config":
+            self._set_config(a)
+        elif action == "controlled_shutdown":
+            b = self.controller_id if a.get("controller") else a["broker"]
+            self._controlled_shutdown(b, self.config.get_int("controlled.shutdown.max.retries"))
+        elif action in ("elect_preferred", "elect_unclean"):
+            kind = PREFERRED if action == "elect_preferred" else UNCLEAN_ELECTION
+            partitions = a["partitions"]
+            self._input(LeaderElectionRequested, kind, "api", None if partitions is None else tuple(partitions))
+            if partitions is None:
+                partitions = sorted(self.admin.get_full_replica_assignment_for_topics(
+                    self.admin.get_all_topics_in_cluster()))
+            self._to_controller(lambda c: c.event_manager.put(
+                ReplicaLeaderElection(list(partitions), kind, ADMIN_CLIENT_TRIGGERED, lambda results: None)))
+        elif action in ("reassign", "cancel_reassignment"):
+            plan = (dict(a["reassignment"]) if action == "reassign"
+                    else {tp: None for tp in a["partitions"]})
+            self._input(ReassignmentRequested, "api", tuple((t, p, r) for (t, p), r in sorted(plan.items())))
+            self._to_controller(lambda c: c.event_manager.put(ApiPartitionReassignment(plan, lambda e, r: None)))
         else:
             raise SimulationError(f"line {step.line}: {action} is not simulated yet")

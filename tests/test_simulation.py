@@ -79,3 +79,50 @@ topics: [{name: t, partitions: 1, replication_factor: 3}]
 workload:
   producers: [{topics: [t], rate_per_s: 10, acks: all}]
 """, "<test>"))
+
+
+def test_deletion_halts_on_a_stopped_broker_and_completes_when_it_returns():
+    from events.records import ControlledShutdownResponded, TopicDeletionCompleted, TopicQueuedForDeletion
+    sim, records = run("""
+name: deletion
+seed: 2
+duration: 90s
+cluster: {brokers: [1, 2, 3]}
+network: {latency: 2ms}
+topics:
+  - {name: old-events, assignment: [[1, 2], [2, 3], [3, 1]]}
+  - {name: orders, assignment: [[1, 2, 3], [2, 3, 1], [3, 1, 2]]}
+steps:
+  - {at: 10s, action: controlled_shutdown, broker: 3}
+  - {at: 20s, action: delete_topic, topic: old-events}
+  - {at: 60s, action: start_broker, broker: 3}
+  - {at: 75s, action: create_topic, name: old-events, partitions: 3, replication_factor: 3}
+""")
+    shutdown = [(r.broker_id, r.error, r.remaining, r.timestamp_ms) for r in records
+                if type(r) is ControlledShutdownResponded]
+    assert shutdown == [(3, "NONE", (), shutdown[0][3])] and 10_000 < shutdown[0][3] < 10_020
+    assert [r.timestamp_ms for r in records if type(r) is TopicQueuedForDeletion] == [20_000]  # store watches: no latency yet
+    done = [r.timestamp_ms for r in records if type(r) is TopicDeletionCompleted]
+    assert len(done) == 1 and 60_000 < done[0] < 60_100          # only once broker 3 is back
+    ctx = sim.brokers[sim.controller_id].controller.context
+    assert len(ctx.partitions_for_topic("old-events")) == 3    # re-created at 75 s
+    assert all(len(ctx.partition_replica_assignment(tp)) == 3 for tp in ctx.partitions_for_topic("old-events"))
+
+
+def test_rf1_partitions_stay_offline_after_a_controlled_shutdown_rf3_ones_move():
+    sim, _ = run("""
+name: rf1
+seed: 4
+duration: 40s
+cluster: {brokers: [0, 1, 2]}
+topics:
+  - {name: rf1, assignment: [[1], [2]]}
+  - {name: rf3, assignment: [[1, 2, 0], [2, 0, 1]]}
+steps:
+  - {at: 10s, action: controlled_shutdown, broker: 1}
+""")
+    ctx = sim.brokers[sim.controller_id].controller.context
+    assert ctx.partition_leader(("rf1", 0)) == -1
+    assert ctx.partition_leadership_info(("rf1", 0)).leader_and_isr.isr == (1,)
+    assert ctx.partition_leader(("rf3", 0)) == 2 and 1 not in ctx.partition_leadership_info(
+        ("rf3", 0)).leader_and_isr.isr
