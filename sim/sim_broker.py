@@ -24,20 +24,22 @@ from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_META
 class SimZkClient(KafkaZkClient):
     """A broker's store client that hears from the store only while the network lets it reach ``"zk"``.
 
-    Cut off, it holds the watch notifications and the session expiry the store sends; when it can
+    Watch notifications travel from ``"zk"`` over the network. Cut off, it holds the watch notifications and the session expiry the store sends; when it can
     reach the store again it learns of them in order — and once its session has expired, the watches
     of that dead session are gone, as ZooKeeper's are. (Its requests are not sent while cut off:
     the simulation does not run the controller thread of a broker that cannot reach the store,
     as Kafka's retryRequestsUntilConnected blocks it.)"""
 
-    def __init__(self, *args, reachable: Callable[[], bool], **kwargs):
+    def __init__(self, *args, reachable: Callable[[], bool], deliver: Callable[[Callable[[], object]], object],
+                 **kwargs):
         self._reachable = reachable
+        self._deliver = deliver   # sends a notification from the store over the network
         self._held: list = []
         super().__init__(*args, **kwargs)
 
     def _process(self, event) -> None:
         if self._reachable():
-            super()._process(event)
+            self._deliver(lambda: KafkaZkClient._process(self, event))
         else:
             self._held.append(("watch", event))
 
@@ -83,7 +85,9 @@ class SimBroker:
     def start(self) -> None:
         sim = self.sim
         self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.session_timeout_ms, clock=sim.loop.clock,
-                              rng=sim.store_rng, reachable=self.reaches_store)
+                              rng=sim.store_rng, reachable=self.reaches_store,
+                              deliver=lambda fn: sim.network.send("zk", self.broker_id, self.on(fn),
+                                                                  name=f"watch zk->{self.broker_id}"))
         self.zk.create_top_level_paths()
         self._register()
         self.controller = KafkaController(self.broker_id, sim.config, self.zk, sim.journal, sim.loop.clock,

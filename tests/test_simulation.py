@@ -43,9 +43,10 @@ steps:
 """)
     elected = [(r.controller_id, r.controller_epoch, r.timestamp_ms) for r in records if type(r) is ControllerElected]
     assert elected[0][:2] == (0, 1)
-    # Its session expires 6 s after its last heartbeat (every 2 s), so 4 to 6 s after the kill.
-    assert elected[1][:2] == (1, 2) and 14_000 <= elected[1][2] <= 16_100
-    assert sorted(sim.brokers[2].live_brokers) == [1, 2]
+    # Its session expires 6 s after its last heartbeat (every 2 s), so 4 to 6 s after the kill; the
+    # broker whose /controller notification arrives first (network jitter) wins the race.
+    assert elected[1][0] in (1, 2) and elected[1][1] == 2 and 14_000 <= elected[1][2] <= 16_100
+    assert sorted(sim.brokers[2].live_brokers) == [1, 2] and sim.controller_id == elected[1][0]
 
 
 def test_a_controller_cut_off_from_the_store_is_replaced_and_its_requests_are_refused():
@@ -57,8 +58,8 @@ steps:
     # The old controller's session expired about 6 s after its last heartbeat; broker 1 took over
     # with epoch 2. Broker 0 only learns of it when the network heals, then registers again.
     elected = [(r.controller_id, r.controller_epoch, r.timestamp_ms) for r in records if type(r) is ControllerElected]
-    assert [e[:2] for e in elected] == [(0, 1), (1, 2)] and 9_000 <= elected[1][2] <= 11_100
-    assert sim.controller_id == 1 and sim.brokers[2].controller_epoch == 2
+    assert [e[1] for e in elected] == [1, 2] and elected[1][0] in (1, 2) and 9_000 <= elected[1][2] <= 11_100
+    assert sim.controller_id == elected[1][0] and sim.brokers[2].controller_epoch == 2
     assert sim.brokers[0].controller_epoch == 2 and not sim.brokers[0].controller.is_active
     live = [r for r in records if type(r) is LiveBrokersChanged]
     assert dict(live[-1].live_brokers).keys() == {0, 1, 2} and live[-1].timestamp_ms >= 30_000
@@ -101,7 +102,7 @@ steps:
     shutdown = [(r.broker_id, r.error, r.remaining, r.timestamp_ms) for r in records
                 if type(r) is ControlledShutdownResponded]
     assert shutdown == [(3, "NONE", (), shutdown[0][3])] and 10_000 < shutdown[0][3] < 10_020
-    assert [r.timestamp_ms for r in records if type(r) is TopicQueuedForDeletion] == [20_000]  # store watches: no latency yet
+    assert [r.timestamp_ms for r in records if type(r) is TopicQueuedForDeletion] == [20_002]  # the watch's network latency
     done = [r.timestamp_ms for r in records if type(r) is TopicDeletionCompleted]
     assert len(done) == 1 and 60_000 < done[0] < 60_100          # only once broker 3 is back
     ctx = sim.brokers[sim.controller_id].controller.context
