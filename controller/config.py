@@ -24,6 +24,9 @@ DEFAULTS: dict[str, str] = {
     "controlled.shutdown.retry.backoff.ms": "5000",
     "replica.lag.time.max.ms": "30000",
     "request.timeout.ms": "30000",
+    "replica.fetch.max.bytes": "1048576",
+    "replica.fetch.response.max.bytes": "10485760",
+    "replica.fetch.wait.max.ms": "500",
     "inter.broker.protocol.version": "3.7",
 }
 

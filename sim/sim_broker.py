@@ -18,6 +18,7 @@ from controller.controller_events import NONE, STALE_BROKER_EPOCH, STALE_CONTROL
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
+from controller.zookeeper import SessionExpiredError
 from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE
 
 
@@ -31,10 +32,12 @@ class SimZkClient(KafkaZkClient):
     as Kafka's retryRequestsUntilConnected blocks it.)"""
 
     def __init__(self, *args, reachable: Callable[[], bool], deliver: Callable[[Callable[[], object]], object],
-                 **kwargs):
+                 later: Callable[[int, Callable[[], object]], object], **kwargs):
         self._reachable = reachable
         self._deliver = deliver   # sends a notification from the store over the network
+        self._later = later       # runs a callback after a delay on the event loop
         self._held: list = []
+        self.expiry_notice_ms = 0   # the expiry reaches the process this late (a zombie window)
         super().__init__(*args, **kwargs)
 
     def _process(self, event) -> None:
@@ -44,7 +47,10 @@ class SimZkClient(KafkaZkClient):
             self._held.append(("watch", event))
 
     def _on_session_expired(self) -> None:
-        if self._reachable():
+        if self.expiry_notice_ms > 0:
+            delay, self.expiry_notice_ms = self.expiry_notice_ms, 0
+            self._later(delay, self._on_session_expired)
+        elif self._reachable():
             super()._on_session_expired()
         else:
             self._held.append(("expired", None))
@@ -75,6 +81,7 @@ class SimBroker:
         self.controller: KafkaController | None = None
         self.broker_epoch = -1
         self.controller_epoch = 0                       # the newest controller epoch it has accepted
+        self.known_controller = -1                      # the controller of the newest request it accepted
         self.partitions: dict[tuple, tuple] = {}        # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
         self.metadata: dict[tuple, tuple] = {}          # (topic, p) -> (leader, leader_epoch, isr, replicas)
         self.live_brokers: tuple = ()
@@ -87,13 +94,15 @@ class SimBroker:
         self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.session_timeout_ms, clock=sim.loop.clock,
                               rng=sim.store_rng, reachable=self.reaches_store,
                               deliver=lambda fn: sim.network.send("zk", self.broker_id, self.on(fn),
-                                                                  name=f"watch zk->{self.broker_id}"))
+                                                                  name=f"watch zk->{self.broker_id}"),
+                              later=lambda ms, fn: sim.loop.after(ms, self.on(fn), "session expiry noticed"))
         self.zk.create_top_level_paths()
         self._register()
         self.controller = KafkaController(self.broker_id, sim.config, self.zk, sim.journal, sim.loop.clock,
                                           send=lambda request: sim.send_request(self.broker_id, request),
                                           register_broker=self._register)
         self.alive = True
+        sim.replication.broker_started(self.broker_id)
         self.controller.startup()
         self._schedule_heartbeat()
 
@@ -108,6 +117,7 @@ class SimBroker:
             self._heartbeat_timer.cancel()
         self.zk.abandon()
         self.controller.event_manager.close()
+        self.sim.replication.broker_stopped(self.broker_id)
 
     def stop(self) -> None:
         """A clean stop: the controller candidate resigns and the session is closed at once."""
@@ -116,6 +126,7 @@ class SimBroker:
             self._heartbeat_timer.cancel()
         self.controller.shutdown()
         self.zk.close()
+        self.sim.replication.broker_stopped(self.broker_id)
 
     def reaches_store(self) -> bool:
         return self.sim.network.reachable(self.broker_id, "zk")
@@ -128,7 +139,10 @@ class SimBroker:
         if not self.alive:
             return
         if self.sim.network.reachable(self.broker_id, "zk"):
-            self.zk.heartbeat()
+            try:
+                self.zk.heartbeat()
+            except SessionExpiredError:
+                pass    # the expiry reaches the process through the client's callback (maybe late)
         self._schedule_heartbeat()
 
     # --- requests from controllers -------------------------------------------------------------------
@@ -137,6 +151,7 @@ class SimBroker:
         errors: dict = {}
         if error == NONE:
             self.controller_epoch = request.controller_epoch
+            self.known_controller = request.controller_id
             if request.api == API_LEADER_AND_ISR:
                 errors = self._leader_and_isr(request)
             elif request.api == API_UPDATE_METADATA:
@@ -164,7 +179,7 @@ class SimBroker:
             cur = self.partitions.get(tp)
             if cur is None or p.leader_epoch > cur[1]:
                 self.partitions[tp] = (p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)
-                errors[tp] = NONE
+                errors[tp] = self.sim.replication.become_leader_or_follower(self.broker_id, p)
             else:
                 # ReplicaManager.becomeLeaderOrFollower: not a newer leader epoch -> ignored.
                 errors[tp] = STALE_CONTROLLER_EPOCH
@@ -185,6 +200,7 @@ class SimBroker:
             tp = (p.topic, p.partition)
             if p.delete_partition:
                 self.partitions.pop(tp, None)
+            self.sim.replication.stop_replica(self.broker_id, tp, p.delete_partition)
             errors[tp] = NONE
         return errors
 

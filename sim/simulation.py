@@ -10,11 +10,12 @@ broker and the broker's response travels back to the controller's channel (a los
 resent after Kafka's 100 ms backoff while the broker is still live for that controller). Store
 sessions expire at their exact deadlines.
 
-This module carries out the control-plane steps of a scenario: broker lifecycle and controlled
-shutdown (with KafkaServer's retries), sessions, network partitions, topics and their configs,
-reassignments and leader elections (admin requests travel from ``"clients"`` to the controller).
-The data plane (replica logs, fetchers, producers) is not modelled
-yet: a scenario with a workload is refused rather than run without it.
+This module carries out the steps of a scenario: broker lifecycle and controlled shutdown (with
+KafkaServer's retries), sessions (and a zombie's late notice of its expiry), network partitions,
+slow followers, log-directory failures, topics and their configs, reassignments and leader
+elections (admin requests travel from ``"clients"`` to the controller), and the observations
+(``describe``, ``expect``, ``note``). The data plane — replica logs, fetchers, ISR changes,
+producers — is :mod:`sim.replication` and :mod:`sim.producer`; :mod:`sim.metrics` keeps score.
 """
 from __future__ import annotations
 
@@ -31,27 +32,34 @@ from events.journal import Journal
 from controller.assignment import assign_replicas_to_brokers
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, UNCLEAN as UNCLEAN_ELECTION, ApiPartitionReassignment, ControlledShutdown,
-    ReplicaLeaderElection, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable,
+    AlterPartitionReceived, AlterPartitionResponse, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
+    UncleanLeaderElectionEnable,
 )
 from events.records import (
-    BrokerKilled, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
+    AlterPartitionRequested, BrokerKilled, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
     ControlledShutdownRequested, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, TopicCreated,
     TopicDeletionRequested,
 )
 from sim.event_loop import EventLoop
+from sim.metrics import Metrics
 from sim.network import Network
+from sim.producer import Producer
+from sim.replication import Replication
 from sim.scenario import Scenario, cut_links
 from sim.sim_broker import SimBroker
+from statemachines.leader_and_isr import LeaderAndIsr
 
 _log = structlog.get_logger("kcontroller.sim")
 
 REQUEST_RETRY_BACKOFF_MS = 100   # RequestSendThread's backoff before resending
 MAX_SETTLE_STEPS = 10_000_000
-CONTROL_PLANE_ACTIONS = frozenset({
+SUPPORTED_ACTIONS = frozenset({
     "kill_broker", "start_broker", "expire_session", "partition_network", "heal_network", "note", "create_topic",
     "delete_topic", "add_partitions", "set_config", "controlled_shutdown", "elect_preferred", "elect_unclean",
-    "reassign", "cancel_reassignment"})
+    "reassign", "cancel_reassignment", "slow_follower", "catch_up", "fail_log_dir", "describe", "expect"})
 UNCLEAN = "unclean.leader.election.enable"
+MIN_ISR = "min.insync.replicas"
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 
 
 class SimulationError(RuntimeError):
@@ -62,9 +70,7 @@ class Simulation:
     """The cluster of ``scenario`` on a simulated clock; ``sink`` receives every record."""
 
     def __init__(self, scenario: Scenario, *, seed: int | None = None, sink: Callable[[tuple], object] | None = None):
-        if scenario.workload is not None:
-            raise SimulationError(f"{scenario.source}: the data plane (workload) is not simulated yet")
-        unsupported = sorted({s.action for s in scenario.steps} - CONTROL_PLANE_ACTIONS)
+        unsupported = sorted({s.action for s in scenario.steps} - SUPPORTED_ACTIONS)
         if unsupported:
             raise SimulationError(f"{scenario.source}: steps not simulated yet: {', '.join(unsupported)}")
         self.scenario = scenario
@@ -75,7 +81,27 @@ class Simulation:
         self.session_timeout_ms = self.config.get_int("zookeeper.session.timeout.ms")
         self.store_rng = random.Random(self.seed + 1)
         self.zk = ZooKeeper(self.loop.clock)
-        self.journal = Journal(sink)
+        self.metrics = Metrics(self)
+        observe = self.metrics.observe
+        if sink is None:
+            self.records: list | None = []
+            sink = self.records.append
+        else:
+            self.records = None
+
+        def journal_sink(rec, _out=sink) -> None:
+            observe(rec)
+            _out(rec)
+        self.journal = Journal(journal_sink)
+        self.replication = Replication(self)
+        self.topic_configs: dict[str, dict[str, str]] = {}
+        self.topic_partitions: dict[str, int] = {}
+        self._producer_partitions: dict[tuple, list] = {}
+        self.log_dirs = [d.strip() for d in self.config.get("log.dirs", DEFAULT_LOG_DIR).split(",") if d.strip()]
+        self.failed_dirs: dict[int, set[str]] = {}
+        self._dir_of: dict[tuple, str] = {}
+        self._dir_load: dict[tuple[int, str], int] = {}
+        self.producers: list[Producer] = []
         self.brokers: dict[int, SimBroker] = {}
         self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.session_timeout_ms, clock=self.loop.clock,
                                    rng=self.store_rng)
@@ -95,7 +121,96 @@ class Simulation:
                                                                  spec.assignment, spec.configs), f"create {spec.name}")
         for step in self.scenario.steps:
             self.loop.at(step.at_ms, lambda step=step: self._step(step), f"step {step.action} (line {step.line})")
+        if self.scenario.workload is not None:
+            for i, spec in enumerate(self.scenario.workload.producers):
+                for topic in spec.topics:
+                    self.replication.message_bytes[topic] = spec.message_bytes
+                producer = Producer(self, spec, i)
+                self.producers.append(producer)
+                producer.start()
         self.run_until(self.scenario.duration_ms)
+
+    def summary(self) -> dict:
+        """What the run cost, as :func:`sim.metrics.format_summary` prints it."""
+        return self.metrics.summary()
+
+    # --- what the data plane asks of the cluster ------------------------------------------------------
+    def min_isr(self, topic: str) -> int:
+        value = self.topic_configs.get(topic, {}).get(MIN_ISR)
+        return int(value) if value is not None else self.config.get_int(MIN_ISR)
+
+    def producer_partitions(self, topics: tuple) -> list[tuple]:
+        cached = self._producer_partitions.get(topics)
+        if cached is None:
+            cached = self._producer_partitions[topics] = [
+                (t, p) for t in topics for p in range(self.topic_partitions.get(t, 0))]
+        return cached
+
+    def _topics_changed(self) -> None:
+        self._producer_partitions.clear()
+
+    def metadata_source(self) -> SimBroker | None:
+        """The broker a client's MetadataRequest goes to: the first live one the clients can reach."""
+        for b in sorted(self.brokers):
+            broker = self.brokers[b]
+            if broker.alive and self.network.reachable("clients", b) and broker.metadata:
+                return broker
+        return None
+
+    def broker_alive_in_metadata(self, at: int, broker_id: int) -> bool:
+        broker = self.brokers.get(at)
+        return broker is not None and broker_id in broker.live_brokers
+
+    def log_dir_of(self, b: int, tp: tuple) -> str:
+        """Where broker ``b`` keeps ``tp``: chosen once, the log dir with the fewest partitions."""
+        key = (b, tp)
+        d = self._dir_of.get(key)
+        if d is None:
+            d = min(self.log_dirs, key=lambda x: (self._dir_load.get((b, x), 0), self.log_dirs.index(x)))
+            self._dir_of[key] = d
+            self._dir_load[(b, d)] = self._dir_load.get((b, d), 0) + 1
+        return d
+
+    def log_dir_failed(self, b: int, d: str) -> bool:
+        return d in self.failed_dirs.get(b, ())
+
+    def send_alter_partition(self, b: int, proposals: dict, on_response) -> bool:
+        """AlterPartitionManager: send the proposals to the controller broker ``b`` knows, over the network.
+        False when it knows none; ``on_response`` gets the AlterPartitionResponse (None when the request
+        was lost or timed out)."""
+        broker = self.brokers.get(b)
+        if broker is None or not broker.alive:
+            return False
+        target_id = broker.known_controller
+        target = self.brokers.get(target_id)
+        if target_id < 0 or target is None:
+            return False
+        answered = [False]
+        epoch = broker.broker_epoch
+
+        def answer(response) -> None:
+            if not answered[0]:
+                answered[0] = True
+                timer.cancel()
+                on_response(response)
+
+        def deliver() -> None:
+            if not target.alive:
+                self.network.send(target_id, b, broker.on(lambda: answer(None)), name="alter-partition reset")
+                return
+            body = tuple((t, p, le, tuple(isr), 0, pe) for (t, p), (le, isr, pe) in proposals.items())
+            self._input(AlterPartitionRequested, b, epoch, body)
+            proposed = {(t, p): LeaderAndIsr(b, le, tuple(isr), 0, pe) for (t, p), (le, isr, pe) in proposals.items()}
+            target.controller.event_manager.put(AlterPartitionReceived(
+                b, epoch, proposed, lambda response: self.network.send(
+                    target_id, b, broker.on(lambda: answer(response)), name="alter-partition response")))
+
+        timer = self.loop.after(self.replication.request_timeout_ms, broker.on(lambda: answer(None)),
+                                "alter-partition timeout")
+        self.network.send(b, target_id, deliver, broker.on(lambda: self.loop.after(
+            REQUEST_RETRY_BACKOFF_MS, broker.on(lambda: answer(None)), "alter-partition lost")),
+            name=f"alter-partition {b}->{target_id}")
+        return True
 
     def run_until(self, time_ms: int) -> None:
         loop = self.loop
@@ -197,6 +312,9 @@ class Simulation:
                                                     rng=self._placement(name, 0))
         assignment = tuple(tuple(r) for r in assignment)
         configs = tuple(sorted((k, str(v)) for k, v in (configs or {}).items()))
+        self.topic_configs[name] = dict(configs)
+        self.topic_partitions[name] = len(assignment)
+        self._topics_changed()
         self._input(TopicCreated, name, assignment, configs)
         self.admin.create_topic_with_assignment(name, dict(configs), {p: list(r) for p, r in enumerate(assignment)})
 
@@ -211,6 +329,8 @@ class Simulation:
         else:
             added = {len(existing) + i: tuple(r) for i, r in enumerate(assignment)}
         self._input(PartitionsAdded, topic, tuple(sorted(added.items())))
+        self.topic_partitions[topic] = len(existing) + len(added)
+        self._topics_changed()
         self.admin.add_partitions(topic, existing, {p: list(r) for p, r in added.items()})
 
     def _set_config(self, a: dict) -> None:
@@ -218,6 +338,8 @@ class Simulation:
         if a["entity"] == "broker":
             self._input(ConfigChanged, "broker", "", a["config"], value)
             self.config = self.config.with_overrides({a["config"]: value} if value is not None else {})
+            if a["config"] == MIN_ISR:
+                self.metrics.min_isr_changed("")
             for broker in self.brokers.values():
                 if broker.alive:
                     broker.controller.config = self.config
@@ -227,6 +349,13 @@ class Simulation:
         else:
             topic = a["name"]
             self._input(ConfigChanged, "topic", topic, a["config"], value)
+            local = self.topic_configs.setdefault(topic, {})
+            if value is None:
+                local.pop(a["config"], None)
+            else:
+                local[a["config"]] = value
+            if a["config"] == MIN_ISR:
+                self.metrics.min_isr_changed(topic)
             configs = dict(self.admin.get_entity_configs("topics", topic))
             if value is None:
                 configs.pop(a["config"], None)
@@ -289,6 +418,7 @@ class Simulation:
         a = step.args
         action = step.action
         _log.info(f"step {action}", line=step.line, at_ms=self.loop.now, note=step.note)
+        self.metrics.step(step, self.loop.now)
         if action == "start_broker":
             self._start_broker(a["broker"])
         elif action == "kill_broker":
@@ -299,9 +429,11 @@ class Simulation:
             b = self.controller_id if a.get("controller") else a["broker"]
             broker = self._running(b)
             self._input(BrokerSessionExpired, b)
+            broker.zk.expiry_notice_ms = a.get("notice_after_ms") or 0
             self.zk.expire_session(broker.zk.session_id)
         elif action == "partition_network":
             self.network.cut(cut_links(a, self.scenario.cluster.brokers, self.controller_id))
+            self.replication.links_cut()
         elif action == "heal_network":
             self.network.heal()
             for b in sorted(self.brokers):
@@ -309,10 +441,31 @@ class Simulation:
                 if broker.alive and broker.zk.holds_notifications:
                     broker.zk.reconnect()
         elif action == "note":
-            pass
+            self.metrics.observe_step({"kind": "note", "at_s": self.loop.now / 1000, "line": step.line,
+                                       "text": a["text"]})
+        elif action == "slow_follower":
+            b = a["broker"]
+            if a["delay_ms"] is not None:
+                self.replication.set_slow(b, "delay", a["delay_ms"])
+            else:
+                self.replication.set_slow(b, "factor", a["factor"])
+            if a["until_ms"] is not None:
+                self.loop.at(a["until_ms"], lambda: self.replication.set_slow(b, None), f"slow follower {b} ends")
+        elif action == "catch_up":
+            for b in ([a["broker"]] if a["broker"] is not None else sorted(self.brokers)):
+                self.replication.set_slow(b, None)
+        elif action == "fail_log_dir":
+            self._fail_log_dir(a["broker"], a["dir"])
+        elif action == "describe":
+            self.metrics.observe_step({"kind": "describe", "at_s": self.loop.now / 1000, "line": step.line,
+                                       "lines": self.describe_lines(a["topics"])})
+        elif action == "expect":
+            self.metrics.observe_step(self._expect(step))
         elif action == "create_topic":
             self._create_topic(a["name"], a["partitions"], a["replication_factor"], a["assignment"], a["configs"])
         elif action == "delete_topic":
+            self.topic_partitions.pop(a["topic"], None)
+            self._topics_changed()
             self._input(TopicDeletionRequested, a["topic"])
             self.admin.create_delete_topic_path(a["topic"])
         elif action == "add_partitions":
@@ -338,3 +491,69 @@ class Simulation:
             self._to_controller(lambda c: c.event_manager.put(ApiPartitionReassignment(plan, lambda e, r: None)))
         else:
             raise SimulationError(f"line {step.line}: {action} is not simulated yet")
+
+    # --- log directories and observations ------------------------------------------------------------
+    def _fail_log_dir(self, b: int, d: str | None) -> None:
+        """A log directory of broker ``b`` fails: its replicas go offline and the broker tells the controller
+        through ``/log_dir_event_notification``; with no directory left the broker halts."""
+        broker = self._running(b)
+        failed = self.failed_dirs.setdefault(b, set())
+        if d is None:
+            d = next((x for x in self.log_dirs if x not in failed), self.log_dirs[0])
+        failed.add(d)
+        self.replication.log_dir_failed(b, d)
+        if all(x in failed for x in self.log_dirs):
+            _log.info("Shutdown broker because all log dirs have failed", broker_id=b, log_dir=d)
+            self._input(BrokerKilled, b)
+            broker.kill()
+            return
+        broker.zk.propagate_log_dir_event(b)
+
+    def _partition_states(self, topics) -> list[tuple]:
+        admin = self.admin
+        names = sorted(admin.get_all_topics_in_cluster()) if topics is None else [
+            t for t in topics if t in admin.get_all_topics_in_cluster()]
+        assignment = admin.get_full_replica_assignment_for_topics(names)
+        states = admin.get_topic_partition_states(list(assignment))
+        rows = []
+        for tp in sorted(assignment):
+            st = states.get(tp)
+            lai = st.leader_and_isr if st is not None else None
+            rows.append((tp, lai.leader if lai is not None else -1, tuple(lai.isr) if lai is not None else (),
+                         tuple(assignment[tp].replicas)))
+        return rows
+
+    def describe_lines(self, topics=None) -> list[str]:
+        """The partitions as ``kafka-topics.sh --describe`` prints them (read from the store, as the tool does)."""
+        return [f"Topic: {t}\tPartition: {p}\tLeader: {leader if leader >= 0 else 'none'}\t"
+                f"Replicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
+                for (t, p), leader, isr, replicas in self._partition_states(topics)]
+
+    def _expect(self, step) -> dict:
+        a = step.args
+        entry = {"kind": "expect", "at_s": self.loop.now / 1000, "line": step.line}
+        if a["controller"] is not None:
+            actual = self.controller_id
+            entry.update(what=f"controller {a['controller']}", ok=actual == a["controller"], actual=actual)
+        elif a["topic"] is not None:
+            actual = a["topic"] in self.admin.get_all_topics_in_cluster()
+            entry.update(what=f"topic {a['topic']} exists={a['exists']}", ok=actual == a["exists"], actual=actual)
+        else:
+            t, p = a["partition"]
+            rows = {tp: r for tp, *r in self._partition_states([t])}
+            leader, isr, replicas = rows.get((t, p), (-1, (), ()))
+            checks, actual = [], []
+            if a["leader"] is not None:
+                checks.append(leader == a["leader"])
+                actual.append(f"leader {leader}")
+            if a["isr"] is not None:
+                checks.append(set(isr) == set(a["isr"]))
+                actual.append(f"isr {list(isr)}")
+            if a["replicas"] is not None:
+                checks.append(tuple(replicas) == tuple(a["replicas"]))
+                actual.append(f"replicas {list(replicas)}")
+            wanted = ", ".join(f"{k} {list(v) if isinstance(v, tuple) else v}" for k, v in
+                               (("leader", a["leader"]), ("isr", a["isr"]), ("replicas", a["replicas"]))
+                               if v is not None)
+            entry.update(what=f"{t}-{p} {wanted}", ok=all(checks), actual=", ".join(actual))
+        return entry

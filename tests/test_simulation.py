@@ -73,15 +73,6 @@ def test_same_seed_same_bytes_and_another_seed_other_timings():
     assert any(type(r) is RequestSent for r in a)
 
 
-def test_unsupported_parts_are_refused_before_running():
-    with pytest.raises(SimulationError, match="data plane"):
-        Simulation(parse_scenario(BASE + """
-topics: [{name: t, partitions: 1, replication_factor: 3}]
-workload:
-  producers: [{topics: [t], rate_per_s: 10, acks: all}]
-""", "<test>"))
-
-
 def test_deletion_halts_on_a_stopped_broker_and_completes_when_it_returns():
     from events.records import ControlledShutdownResponded, TopicDeletionCompleted, TopicQueuedForDeletion
     sim, records = run("""

@@ -1,0 +1,207 @@
+"""The workload's producers: Kafka's producer client, reduced to what decides availability and loss.
+
+Each producer of a scenario's workload runs on the ``"clients"`` node. Every ``TICK_MS`` it adds
+the messages its rate calls for to its accumulator, filling one partition's batch up to
+``batch.size`` (16384 bytes) before moving to the next partition of its topics (the
+uniform sticky partitioner of KIP-794, in round-robin order so runs are reproducible). Batches
+go to the leader its metadata names, one produce request per broker per tick; a partition whose
+leader it does not know waits in the accumulator. Errors are retried after ``retry.backoff.ms``
+(100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s) after the batch was
+made; then its messages fail with DELIVERY_TIMEOUT. Every batch acknowledged with acks 1 or all
+is reported to the metrics with its offsets and leader epoch, so that its fate can be followed
+to the end of the run. A produce request to a broker whose process is gone is reset at once: its
+batches fail with NETWORK_EXCEPTION and the client stops sending to that broker, retrying the
+connection after ``reconnect.backoff.ms`` (50 ms, doubling up to 1 s) — failed reconnections
+leave the batches waiting, as Kafka's ``NetworkClient`` does, without counting as errors. A
+request lost to a cut link times out after ``request.timeout.ms`` (REQUEST_TIMED_OUT).
+"""
+from __future__ import annotations
+
+from sim.replication import NETWORK_EXCEPTION, NONE, REQUEST_TIMED_OUT
+
+TICK_MS = 100
+BATCH_SIZE = 16384
+RETRY_BACKOFF_MS = 100
+DELIVERY_TIMEOUT_MS = 120_000
+METADATA_MAX_AGE_MS = 300_000
+RECONNECT_BACKOFF_MS = 50
+RECONNECT_BACKOFF_MAX_MS = 1000
+DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
+UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
+
+
+class Producer:
+    """One producer of the workload (``spec`` is a :class:`sim.scenario.ProducerSpec`)."""
+
+    def __init__(self, sim, spec, index: int):
+        self.sim = sim
+        self.spec = spec
+        self.index = index
+        self.per_batch = max(1, BATCH_SIZE // spec.message_bytes)
+        self.produced = 0            # messages handed to the accumulator so far
+        self.cursor = 0              # round-robin position over the partitions
+        self.fill = 0                # messages in the current partition's batch
+        self.accumulator: list[list] = []   # [tp, count, created_ms, ready_ms]
+        self.leaders: dict[tuple, int] = {}
+        self.metadata_ms = -METADATA_MAX_AGE_MS
+        self.needs_refresh = True
+        self.in_flight = 0
+        self.down: dict[int, list] = {}      # broker -> [reconnect at ms, current backoff ms]
+
+    def start(self) -> None:
+        self.sim.loop.at(self.spec.start_ms, self._tick, f"producer {self.index}")
+
+    def _partitions(self) -> list[tuple]:
+        return self.sim.producer_partitions(self.spec.topics)
+
+    def _tick(self) -> None:
+        sim = self.sim
+        now = sim.loop.now
+        if now > self.spec.stop_ms:
+            return
+        self._add_messages(now)
+        if self.needs_refresh or now - self.metadata_ms >= METADATA_MAX_AGE_MS:
+            self._refresh_metadata(now)
+        self._drain(now)
+        if now + TICK_MS <= self.spec.stop_ms:
+            sim.loop.after(TICK_MS, self._tick, f"producer {self.index}")
+
+    def _add_messages(self, now: int) -> None:
+        due = int(self.spec.rate_per_s * (now - self.spec.start_ms) / 1000) - self.produced
+        if due <= 0:
+            return
+        partitions = self._partitions()
+        metrics = self.sim.metrics
+        if not partitions:
+            metrics.produce_error(UNKNOWN_TOPIC_OR_PARTITION, due, now)
+            metrics.failed_messages += due
+            self.produced += due
+            return
+        self.produced += due
+        metrics.sent_messages += due
+        acc = self.accumulator
+        n = len(partitions)
+        while due:
+            tp = partitions[self.cursor % n]
+            take = min(due, self.per_batch - self.fill)
+            if acc and acc[-1][0] == tp and acc[-1][3] == now and self.fill:
+                acc[-1][1] += take
+            else:
+                acc.append([tp, take, now, now])
+            due -= take
+            self.fill += take
+            if self.fill >= self.per_batch:
+                self.fill = 0
+                self.cursor += 1
+
+    def _refresh_metadata(self, now: int) -> None:
+        """A MetadataRequest to the first live broker the clients can reach; answered from its cache."""
+        source = self.sim.metadata_source()
+        self.metadata_ms = now
+        if source is None:
+            return
+        self.needs_refresh = False
+        cache = source.metadata
+        for tp in self._partitions():
+            entry = cache.get(tp)
+            self.leaders[tp] = entry[0] if entry is not None else -1
+
+    def _drain(self, now: int) -> None:
+        by_leader: dict[int, list] = {}
+        keep = []
+        metrics = self.sim.metrics
+        for batch in self.accumulator:
+            tp, count, created, ready = batch
+            if now - created >= DELIVERY_TIMEOUT_MS:
+                metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
+                metrics.failed_messages += count
+                continue
+            if ready > now:
+                keep.append(batch)
+                continue
+            leader = self.leaders.get(tp, -1)
+            if leader < 0:
+                self.needs_refresh = True
+                keep.append(batch)
+                continue
+            down = self.down.get(leader)
+            if down is not None and down[0] > now:
+                keep.append(batch)
+                continue
+            by_leader.setdefault(leader, []).append(batch)
+        self.accumulator = keep
+        for leader in sorted(by_leader):
+            self._send(leader, by_leader[leader])
+
+    def _send(self, leader: int, batches: list) -> None:
+        sim = self.sim
+        acks = self.spec.acks
+        sent_at = sim.loop.now
+        answered = [False]
+
+        def respond(results) -> None:
+            if acks != 0:
+                sim.network.send(leader, "clients", lambda: self._on_response(batches, results, answered),
+                                 lambda: self._timed_out(batches, sent_at, answered), name="produce response")
+
+        def deliver() -> None:
+            broker = sim.brokers.get(leader)
+            if broker is None or not broker.alive:
+                # The process is gone: the OS resets the connection (or refuses a new one).
+                sim.network.send(leader, "clients", lambda: self._disconnected(leader, batches, answered))
+                return
+            self.down.pop(leader, None)
+            sim.replication.produce(leader, acks, [(b[0], b[1]) for b in batches], respond)
+
+        self.in_flight += 1
+        sim.network.send("clients", leader, deliver, lambda: self._timed_out(batches, sent_at, answered),
+                         name=f"produce clients->{leader}")
+
+    def _disconnected(self, leader: int, batches: list, answered: list) -> None:
+        if answered[0]:
+            return
+        down = self.down.get(leader)
+        if down is None:
+            # The connection was up: the requests on it fail.
+            self.down[leader] = [self.sim.loop.now + RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MS]
+            self._on_response(batches, [(NETWORK_EXCEPTION, b[0], b[1], -1, -1) for b in batches], answered)
+            return
+        # A failed reconnection: the batches wait, the next attempt backs off further.
+        answered[0] = True
+        self.in_flight -= 1
+        down[1] = min(RECONNECT_BACKOFF_MAX_MS, down[1] * 2)
+        down[0] = self.sim.loop.now + down[1]
+        self.needs_refresh = True
+        self.accumulator.extend(batches)
+
+    def _timed_out(self, batches: list, sent_at: int, answered: list) -> None:
+        """A request or its answer lost to a cut link: the client gives up after request.timeout.ms."""
+        if self.spec.acks == 0 or answered[0]:
+            return
+        due = max(self.sim.loop.now, sent_at + self.sim.replication.request_timeout_ms)
+        results = [(REQUEST_TIMED_OUT, b[0], b[1], -1, -1) for b in batches]
+        self.sim.loop.at(due, lambda: self._on_response(batches, results, answered), "produce request timeout")
+
+    def _on_response(self, batches: list, results: list, answered: list) -> None:
+        if answered[0]:
+            return
+        answered[0] = True
+        self.in_flight -= 1
+        sim = self.sim
+        now = sim.loop.now
+        metrics = sim.metrics
+        retry_at = now + RETRY_BACKOFF_MS
+        for batch, result in zip(batches, results):
+            error, _tp, count, epoch, first = result
+            tp = batch[0]
+            if error == NONE:
+                metrics.acknowledged(tp, epoch, first, count)
+                continue
+            metrics.produce_error(error, count, now, batches=1)
+            self.needs_refresh = True
+            if retry_at - batch[2] >= DELIVERY_TIMEOUT_MS:
+                metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
+                metrics.failed_messages += count
+            else:
+                batch[3] = retry_at
+                self.accumulator.append(batch)

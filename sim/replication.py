@@ -1,0 +1,667 @@
+"""The data plane of the simulated brokers: replicas, followers fetching from leaders, ISR changes,
+the high watermark, and the produce path with its delayed-produce purgatory.
+
+What Kafka 3.7's ``Partition``, ``ReplicaManager``, ``ReplicaFetcherThread`` and
+``AlterPartitionManager`` do, on the simulation's event loop:
+
+- A broker's replica of a partition (:class:`Replica`) has a :class:`~sim.replica_log.ReplicaLog`
+  that survives the process (a kill -9 keeps the page cache; a restarted broker finds its logs).
+  LeaderAndIsr makes it leader (epoch start offset recorded, remote replica states reset: LEO
+  unknown, ISR members caught up "now") or follower (it joins the fetch session to the leader;
+  delayed produces fail with NOT_LEADER_OR_FOLLOWER).
+- One :class:`FetchSession` per (follower broker, leader broker) carries every partition the
+  follower follows on that leader. A fetch goes out, the leader answers with the records past
+  each fetch offset (at most ``replica.fetch.max.bytes`` per partition and
+  ``replica.fetch.response.max.bytes`` in all), or parks it until something is appended (a
+  parked session counts as fetching continuously: Kafka's ``replica.fetch.wait.max.ms`` expiries
+  would refresh it every 500 ms and change nothing else). The follower appends and fetches again.
+  A fetch whose last fetched epoch the leader's log contradicts gets the diverging epoch and the
+  follower truncates to where the logs part (KIP-320 / Fetch v12): how unclean elections lose
+  acknowledged records.
+- The leader tracks each follower's LEO and last caught-up time (Kafka's two rules in
+  ``Replica.updateFetchState``), advances the high watermark to the minimum LEO of the maximal ISR
+  — not while the ISR is under ``min.insync.replicas`` (KAFKA-15583, Kafka 3.7; brokers of an
+  ``inter.broker.protocol.version`` before 3.7 advance it anyway) — shrinks the ISR every
+  ``replica.lag.time.max.ms / 2`` by an AlterPartition to the controller, and expands it when a
+  follower reaches the high watermark.
+- Produce (``acks`` 0, 1, -1): NOT_LEADER_OR_FOLLOWER off the leader, KAFKA_STORAGE_ERROR on a
+  failed log directory, NOT_ENOUGH_REPLICAS for acks=-1 when the ISR is smaller than
+  ``min.insync.replicas``; acks=-1 waits in the purgatory until the high watermark passes the
+  batch (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR is now under the minimum)
+  or ``request.timeout.ms`` passes (REQUEST_TIMED_OUT).
+
+Per-partition work happens only where something changes: an append touches its partition's
+followers' sessions, a fetch handles the partitions whose offsets moved, and the ISR check
+looks only at sessions that have stopped fetching or partitions whose followers are behind.
+Anything iterated to decide an order is a dict (insertion order) or sorted — never a set.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from sim.replica_log import ReplicaLog
+
+NONE = "NONE"
+NOT_LEADER_OR_FOLLOWER = "NOT_LEADER_OR_FOLLOWER"
+NOT_ENOUGH_REPLICAS = "NOT_ENOUGH_REPLICAS"
+NOT_ENOUGH_REPLICAS_AFTER_APPEND = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+REQUEST_TIMED_OUT = "REQUEST_TIMED_OUT"
+KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
+NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
+FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
+UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+
+# Session states (follower side).
+IDLE, IN_FLIGHT, PARKED, BACKOFF, DELAYED = range(5)
+FETCH_BACKOFF_MS = 1000           # replica.fetch.backoff.ms
+ALTER_PARTITION_RETRY_MS = 100
+
+
+class Replica:
+    """One broker's replica of one partition: Kafka's ``Partition`` with its log."""
+
+    __slots__ = ("tp", "broker", "log", "leader", "leader_epoch", "isr", "partition_epoch", "replicas",
+                 "follower_leo", "epoch_start", "pending_isr", "delayed", "offline", "log_dir", "min_isr",
+                 "fetching_from")
+
+    def __init__(self, tp: tuple, broker: int, log: ReplicaLog, log_dir: str):
+        self.tp = tp
+        self.broker = broker
+        self.log = log
+        self.leader = -1
+        self.leader_epoch = -1
+        self.isr: tuple = ()
+        self.partition_epoch = -1
+        self.replicas: tuple = ()
+        self.follower_leo: dict[int, int] = {}   # leader only: what each follower's last fetch said
+        self.epoch_start = 0
+        self.pending_isr: tuple | None = None    # an AlterPartition in flight: the maximal ISR
+        self.delayed: deque = deque()            # acks=-1 batches waiting for the high watermark
+        self.offline = False                     # its log directory failed
+        self.log_dir = log_dir
+        self.min_isr = 1
+        self.fetching_from = -1                  # follower: the leader whose session it is in
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader == self.broker and not self.offline
+
+    @property
+    def maximal_isr(self) -> tuple:
+        return self.pending_isr if self.pending_isr is not None else self.isr
+
+    def __repr__(self) -> str:
+        return (f"Replica({self.tp}@{self.broker} leader={self.leader} epoch={self.leader_epoch} isr={self.isr} "
+                f"{self.log})")
+
+
+class FetchSession:
+    """The fetch session of ``follower`` with ``leader``: the partitions it follows there, and what
+    the leader knows of how up to date the follower is."""
+
+    __slots__ = ("follower", "leader", "partitions", "state", "pending", "dirty", "watch", "caught_up_ms",
+                 "last_fetch_ms", "sent_ms", "timer", "seq")
+
+    def __init__(self, follower: int, leader: int, now: int):
+        self.follower = follower
+        self.leader = leader
+        self.partitions: dict[tuple, None] = {}   # followed partitions (ordered set)
+        self.state = IDLE
+        self.pending: dict[tuple, None] = {}      # leader side: appended since the last response
+        self.dirty: dict[tuple, None] = {}        # follower side: offsets moved since the last fetch
+        self.watch: dict[tuple, list] = {}        # leader side: tp -> [last caught-up ms, leader LEO at last fetch]
+        self.caught_up_ms = now                   # for partitions not watched: caught up as of this time
+        self.last_fetch_ms = now
+        self.sent_ms = now
+        self.timer = None
+        self.seq = 0                              # the fetch in flight; answers to older ones are dropped
+
+    def __repr__(self) -> str:
+        return (f"FetchSession({self.follower}->{self.leader}, {len(self.partitions)} partitions, "
+                f"state={('idle', 'in-flight', 'parked', 'backoff', 'delayed')[self.state]})")
+
+
+class ProduceRequest:
+    """A produce request at a leader: its batches' results, answered when all are decided."""
+
+    __slots__ = ("acks", "results", "remaining", "respond", "timer")
+
+    def __init__(self, acks: int, n: int, respond):
+        self.acks = acks
+        self.results: list = [None] * n
+        self.remaining = n
+        self.respond = respond
+        self.timer = None
+
+    def decide(self, i: int, result: tuple) -> None:
+        if self.results[i] is None:
+            self.results[i] = result
+            self.remaining -= 1
+            if self.remaining == 0:
+                if self.timer is not None:
+                    self.timer.cancel()
+                self.respond(self.results)
+
+
+class Replication:
+    """The data plane of every broker of a :class:`sim.simulation.Simulation`."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        cfg = sim.config
+        self.lag_max_ms = cfg.get_int("replica.lag.time.max.ms")
+        self.fetch_max_bytes = cfg.get_int("replica.fetch.max.bytes")
+        self.response_max_bytes = cfg.get_int("replica.fetch.response.max.bytes")
+        self.request_timeout_ms = cfg.get_int("request.timeout.ms")
+        ibp = cfg["inter.broker.protocol.version"].split("-")[0].split(".")
+        self.hw_frozen_under_min_isr = (int(ibp[0]), int(ibp[1])) >= (3, 7)
+        self.disks: dict[int, dict[tuple, ReplicaLog]] = {}     # broker -> its logs (survive restarts)
+        self.replicas: dict[int, dict[tuple, Replica]] = {}      # broker -> live replicas of the process
+        self.sessions: dict[tuple[int, int], FetchSession] = {}  # (follower, leader)
+        self.led_with: dict[int, dict[int, dict[tuple, None]]] = {}  # leader -> follower -> tps it leads
+        self.slow: dict[int, tuple] = {}                          # broker -> ("delay", ms) | ("factor", f)
+        self.alter_queue: dict[int, dict[tuple, tuple]] = {}     # broker -> proposals waiting to be sent
+        self.alter_in_flight: dict[int, bool] = {}
+        self.isr_timers: dict[int, object] = {}
+        self.message_bytes: dict[str, int] = {}                   # topic -> bytes per record (for fetch limits)
+        self.truncated = 0
+
+    # --- broker lifecycle -------------------------------------------------------------------------
+    def broker_started(self, b: int) -> None:
+        self.replicas[b] = {}
+        self.disks.setdefault(b, {})
+        self._schedule_isr_check(b)
+
+    def broker_stopped(self, b: int) -> None:
+        """The process is gone (killed, halted or stopped): sessions break, waiting requests die."""
+        now = self.sim.loop.now
+        timer = self.isr_timers.pop(b, None)
+        if timer is not None:
+            timer.cancel()
+        for rep in self.replicas.pop(b, {}).values():
+            for item in rep.delayed:
+                if item[1].timer is not None:
+                    item[1].timer.cancel()
+            rep.delayed.clear()
+        self.led_with.pop(b, None)
+        self.alter_queue.pop(b, None)
+        self.alter_in_flight.pop(b, None)
+        for (f, leader), s in self.sessions.items():
+            if f == b:
+                if s.state == PARKED:
+                    s.caught_up_ms = now
+                if s.timer is not None:
+                    s.timer.cancel()
+                s.state = IDLE
+                s.partitions.clear()
+                s.dirty.clear()
+            elif leader == b and s.state == PARKED:
+                # The follower's connection resets: it backs off and retries.
+                self._backoff(s)
+
+    def links_cut(self) -> None:
+        """Links were cut: parked fetches across them break; the followers back off and retry."""
+        net = self.sim.network
+        for s in self.sessions.values():
+            if s.state == PARKED and not net.reachable(s.follower, s.leader):
+                s.caught_up_ms = self.sim.loop.now
+                self._backoff(s)
+
+    # --- LeaderAndIsr / StopReplica ------------------------------------------------------------------
+    def replica(self, b: int, tp: tuple) -> Replica:
+        reps = self.replicas[b]
+        rep = reps.get(tp)
+        if rep is None:
+            disk = self.disks[b]
+            log = disk.get(tp)
+            if log is None:
+                log = disk[tp] = ReplicaLog()
+            rep = reps[tp] = Replica(tp, b, log, self.sim.log_dir_of(b, tp))
+            rep.offline = self.sim.log_dir_failed(b, rep.log_dir)
+        return rep
+
+    def become_leader_or_follower(self, b: int, p) -> str:
+        """Apply one accepted LeaderAndIsr partition state ``p`` at broker ``b``; returns the partition error."""
+        tp = (p.topic, p.partition)
+        rep = self.replica(b, tp)
+        if rep.offline:
+            return KAFKA_STORAGE_ERROR
+        was_leader = rep.leader == b
+        rep.leader, rep.leader_epoch, rep.isr = p.leader, p.leader_epoch, tuple(p.isr)
+        rep.partition_epoch, rep.replicas = p.partition_epoch, tuple(p.replicas)
+        rep.pending_isr = None
+        rep.min_isr = min(self.sim.min_isr(p.topic), len(rep.replicas))   # effectiveMinIsr
+        if p.leader == b:
+            self._make_leader(rep)
+        else:
+            if was_leader:
+                self._resign(rep)
+            self._make_follower(rep)
+        return NONE
+
+    def _make_leader(self, rep: Replica) -> None:
+        b, tp, now = rep.broker, rep.tp, self.sim.loop.now
+        self._leave_session(b, tp)
+        rep.log.assign_epoch_start(rep.leader_epoch)
+        rep.epoch_start = rep.log.leo
+        leo = rep.log.leo
+        rep.follower_leo = {}
+        led = self.led_with.setdefault(b, {})
+        for r in rep.replicas:
+            if r == b:
+                continue
+            rep.follower_leo[r] = -1               # unknown until the follower fetches
+            led.setdefault(r, {})[tp] = None
+            s = self._session(r, b)
+            # Kafka resets lastCaughtUpTime to now for ISR members, to 0 for the others.
+            s.watch[tp] = [now if r in rep.isr else 0, leo]
+        self.sim.metrics.leader_changed(rep)
+        self._maybe_advance_hw(rep)
+
+    def _resign(self, rep: Replica) -> None:
+        led = self.led_with.get(rep.broker, {})
+        for r in rep.replicas:
+            if r in led:
+                led[r].pop(rep.tp, None)
+            s = self.sessions.get((r, rep.broker))
+            if s is not None:
+                s.watch.pop(rep.tp, None)
+                s.pending.pop(rep.tp, None)
+        self._fail_delayed(rep, NOT_LEADER_OR_FOLLOWER)
+        rep.follower_leo = {}
+
+    def _make_follower(self, rep: Replica) -> None:
+        b, tp = rep.broker, rep.tp
+        self._leave_session(b, tp)
+        if rep.leader < 0 or rep.leader == b:
+            return    # "cannot become follower since the new leader -1 is unavailable"
+        s = self._session(b, rep.leader)
+        s.partitions[tp] = None
+        s.dirty[tp] = None
+        rep.fetching_from = rep.leader
+        self._kick(s)
+
+    def stop_replica(self, b: int, tp: tuple, delete: bool) -> None:
+        rep = self.replicas.get(b, {}).get(tp)
+        if rep is not None:
+            if rep.leader == b:
+                self._resign(rep)
+            self._leave_session(b, tp)
+            del self.replicas[b][tp]
+        if delete:
+            self.disks.get(b, {}).pop(tp, None)
+
+    def log_dir_failed(self, b: int, log_dir: str) -> None:
+        """The replicas in ``log_dir`` go offline at once: leaders stop, followers stop fetching."""
+        for rep in list(self.replicas.get(b, {}).values()):
+            if rep.log_dir == log_dir and not rep.offline:
+                if rep.leader == b:
+                    self._resign(rep)
+                    self._fail_delayed(rep, KAFKA_STORAGE_ERROR)
+                self._leave_session(b, rep.tp)
+                rep.offline = True
+
+    def _leave_session(self, b: int, tp: tuple) -> None:
+        rep = self.replicas.get(b, {}).get(tp)
+        if rep is None or rep.fetching_from < 0:
+            return
+        s = self.sessions.get((b, rep.fetching_from))
+        rep.fetching_from = -1
+        if s is not None:
+            s.partitions.pop(tp, None)
+            s.dirty.pop(tp, None)
+
+    # --- fetching ------------------------------------------------------------------------------------
+    def _session(self, follower: int, leader: int) -> FetchSession:
+        key = (follower, leader)
+        s = self.sessions.get(key)
+        if s is None:
+            s = self.sessions[key] = FetchSession(follower, leader, self.sim.loop.now)
+        return s
+
+    def _kick(self, s: FetchSession) -> None:
+        """New partitions in the session: fetch now (a parked fetch is answered early)."""
+        if s.state == IDLE:
+            self._send_fetch(s)
+        elif s.state == PARKED:
+            self._respond(s, {}, {}, {}, force=True)
+
+    def _backoff(self, s: FetchSession, seq: int | None = None) -> None:
+        if seq is not None and seq != s.seq:
+            return      # about an older fetch
+        s.seq += 1
+        s.state = BACKOFF
+        if s.timer is not None:
+            s.timer.cancel()
+        s.timer = self.sim.loop.after(FETCH_BACKOFF_MS, lambda: self._retry(s), "fetch backoff")
+
+    def _retry(self, s: FetchSession) -> None:
+        s.timer = None
+        if s.state in (BACKOFF, DELAYED):
+            s.state = IDLE
+            self._send_fetch(s)
+
+    def _send_fetch(self, s: FetchSession) -> None:
+        f = s.follower
+        reps = self.replicas.get(f)
+        if reps is None or not s.partitions or s.state != IDLE:
+            return
+        offsets = {}
+        for tp in (*s.dirty, *s.watch):
+            rep = reps.get(tp)
+            if rep is not None and tp in s.partitions and tp not in offsets:
+                offsets[tp] = (rep.log.leo, rep.log.latest_epoch, rep.leader_epoch)
+        s.dirty.clear()
+        s.state = IN_FLIGHT
+        s.sent_ms = self.sim.loop.now
+        s.seq += 1
+        seq = s.seq
+        self.sim.network.send(f, s.leader, lambda: self._on_fetch(s, offsets, seq), lambda: self._backoff(s, seq),
+                              name=f"fetch {f}->{s.leader}")
+
+    def _on_fetch(self, s: FetchSession, offsets: dict, seq: int) -> None:
+        """At the leader: note the follower's progress, then answer or park."""
+        leader, f, now = s.leader, s.follower, self.sim.loop.now
+        reps = self.replicas.get(leader)
+        if seq != s.seq:
+            return
+        if reps is None:       # the leader's process is gone: the connection resets
+            self.sim.network.send(leader, f, lambda: self._backoff(s, seq), name="fetch reset")
+            return
+        prev = s.last_fetch_ms
+        s.caught_up_ms = prev
+        s.last_fetch_ms = now
+        truncations: dict = {}
+        errors: dict = {}
+        for tp, (offset, last_epoch, leader_epoch) in offsets.items():
+            rep = reps.get(tp)
+            if rep is None or not rep.is_leader:
+                errors[tp] = NOT_LEADER_OR_FOLLOWER if rep is None or not rep.offline else KAFKA_STORAGE_ERROR
+                continue
+            if leader_epoch != rep.leader_epoch:
+                errors[tp] = FENCED_LEADER_EPOCH if leader_epoch < rep.leader_epoch else UNKNOWN_LEADER_EPOCH
+                continue
+            log = rep.log
+            if last_epoch >= 0:
+                epoch, end = log.end_offset_for_epoch(last_epoch)
+                if epoch != last_epoch or end < offset:
+                    follower = self.replicas.get(f, {}).get(tp)
+                    if follower is not None:
+                        truncations[tp] = follower.log.divergence_with(log)
+                        continue
+            self._update_follower(rep, s, f, offset, now, prev)
+        self._respond(s, offsets, truncations, errors)
+
+    def _update_follower(self, rep: Replica, s: FetchSession, f: int, offset: int, now: int, prev: int) -> None:
+        """Replica.updateFetchState, then maybeExpandIsr and maybeIncrementLeaderHW."""
+        rep.follower_leo[f] = offset
+        leo = rep.log.leo
+        w = s.watch.get(rep.tp)
+        if w is not None:
+            if offset >= leo:
+                w[0] = max(w[0], now)
+            elif offset >= w[1]:
+                w[0] = max(w[0], prev)
+            w[1] = leo
+            if offset >= leo and f in rep.isr:
+                del s.watch[rep.tp]
+        if f not in rep.maximal_isr:
+            s.watch.setdefault(rep.tp, [0, leo])
+            if (rep.pending_isr is None and offset >= rep.log.hw and offset >= rep.epoch_start
+                    and self.sim.broker_alive_in_metadata(rep.broker, f)):
+                self._propose_isr(rep, rep.isr + (f,))
+        self._maybe_advance_hw(rep)
+
+    def _respond(self, s: FetchSession, offsets: dict, truncations: dict, errors: dict, force: bool = False) -> None:
+        leader = s.leader
+        reps = self.replicas.get(leader, {})
+        budget = self.response_max_bytes
+        data = {}
+        for tp in (*s.pending, *s.watch, *offsets):
+            if tp in data or tp in truncations or tp in errors:
+                continue
+            rep = reps.get(tp)
+            if rep is None or not rep.is_leader:
+                continue
+            start = rep.follower_leo.get(s.follower, -1)
+            if tp in offsets:
+                start = offsets[tp][0]
+            if start < 0 or start >= rep.log.leo:
+                continue
+            size = self.message_bytes.get(tp[0], 1024)
+            if budget < size:
+                break
+            count = min(rep.log.leo - start, max(1, self.fetch_max_bytes // size), max(1, budget // size))
+            budget -= count * size
+            upto = start + count
+            data[tp] = (start, upto, rep.log.epochs_between(start, upto), rep.log.hw, rep.leader_epoch)
+            if upto < rep.log.leo and tp not in s.watch:
+                s.watch[tp] = [s.caught_up_ms, rep.log.leo]
+        if not data:
+            s.pending.clear()     # nothing past the follower's offsets: the appends were already sent
+        else:
+            for tp in data:
+                s.pending.pop(tp, None)
+        if not data and not truncations and not errors and not force:
+            if s.state == IN_FLIGHT:
+                s.state = PARKED
+            return
+        if s.state == PARKED:
+            # Woken early from a parked fetch: Kafka's follower would have been refreshing every
+            # replica.fetch.wait.max.ms until now, so it counts as having fetched just now.
+            s.last_fetch_ms = self.sim.loop.now
+        s.state = IN_FLIGHT
+        seq = s.seq
+        self.sim.network.send(leader, s.follower, lambda: self._on_response(s, data, truncations, errors, seq),
+                              lambda: self._backoff(s, seq), name=f"fetch response {leader}->{s.follower}")
+
+    def _on_response(self, s: FetchSession, data: dict, truncations: dict, errors: dict, seq: int) -> None:
+        """At the follower: truncate where told, append what came, fetch again."""
+        f = s.follower
+        reps = self.replicas.get(f)
+        if reps is None or s.state != IN_FLIGHT or seq != s.seq:
+            return
+        for tp, offset in truncations.items():
+            rep = reps.get(tp)
+            if rep is not None and tp in s.partitions:
+                removed = rep.log.truncate_to(offset)
+                if removed:
+                    self.truncated += removed
+                    self.sim.metrics.truncated(rep, removed)
+                s.dirty[tp] = None
+        for tp, (start, upto, entries, hw, leader_epoch) in data.items():
+            rep = reps.get(tp)
+            if rep is None or tp not in s.partitions or rep.leader_epoch != leader_epoch or rep.log.leo != start:
+                continue
+            rep.log.copy_from(entries, upto)
+            rep.log.hw = min(hw, rep.log.leo)
+            s.dirty[tp] = None
+        s.state = IDLE
+        if errors:
+            # Partitions in error are retried after the backoff; the others fetch on.
+            self._backoff(s)
+            return
+        slow = self.slow.get(f)
+        if slow is None:
+            self._send_fetch(s)
+        else:
+            kind, value = slow
+            wait = value if kind == "delay" else int((value - 1) * max(1, self.sim.loop.now - s.sent_ms))
+            s.state = DELAYED
+            s.timer = self.sim.loop.after(wait, lambda: self._retry(s), "slow follower")
+
+    def set_slow(self, b: int, kind: str | None, value=None) -> None:
+        if kind is None:
+            self.slow.pop(b, None)
+            for (f, _), s in self.sessions.items():
+                if f == b and s.state == DELAYED:
+                    if s.timer is not None:
+                        s.timer.cancel()
+                    s.state = IDLE
+                    self._send_fetch(s)
+        else:
+            self.slow[b] = (kind, value)
+
+    # --- the high watermark and the purgatory -----------------------------------------------------
+    def _maybe_advance_hw(self, rep: Replica) -> None:
+        if self.hw_frozen_under_min_isr and len(rep.isr) < rep.min_isr:
+            return
+        hw = rep.log.leo
+        fl = rep.follower_leo
+        for r in rep.maximal_isr:
+            if r != rep.broker:
+                leo = fl.get(r, -1)
+                if leo < hw:
+                    hw = leo
+        if hw > rep.log.hw:
+            rep.log.hw = hw
+            self._complete_delayed(rep)
+
+    def _complete_delayed(self, rep: Replica) -> None:
+        delayed = rep.delayed
+        hw = rep.log.hw
+        while delayed and delayed[0][0] <= hw:
+            end, request, i, result = delayed.popleft()
+            if len(rep.maximal_isr) >= rep.min_isr:
+                request.decide(i, result)
+            else:
+                request.decide(i, (NOT_ENOUGH_REPLICAS_AFTER_APPEND,) + result[1:])
+
+    def _fail_delayed(self, rep: Replica, error: str) -> None:
+        while rep.delayed:
+            _, request, i, result = rep.delayed.popleft()
+            request.decide(i, (error,) + result[1:])
+
+    def produce(self, b: int, acks: int, batches: list, respond) -> None:
+        """A produce request at broker ``b``: ``batches`` of (tp, count); ``respond(results)`` gets
+        one (error, tp, count, epoch, first offset) per batch (never called for acks=0)."""
+        reps = self.replicas.get(b)
+        request = ProduceRequest(acks, len(batches), respond if acks != 0 else (lambda results: None))
+        waiting = False
+        for i, (tp, count) in enumerate(batches):
+            rep = reps.get(tp) if reps is not None else None
+            if rep is None or rep.leader != b:
+                request.decide(i, (NOT_LEADER_OR_FOLLOWER, tp, count, -1, -1))
+                continue
+            if rep.offline:
+                request.decide(i, (KAFKA_STORAGE_ERROR, tp, count, -1, -1))
+                continue
+            if acks == -1 and len(rep.isr) < rep.min_isr:
+                request.decide(i, (NOT_ENOUGH_REPLICAS, tp, count, -1, -1))
+                continue
+            first = rep.log.append(count, rep.leader_epoch)
+            result = (NONE, tp, count, rep.leader_epoch, first)
+            self._appended(rep)
+            if acks == -1:
+                self._maybe_advance_hw(rep)
+                if rep.log.hw >= first + count:
+                    ok = len(rep.maximal_isr) >= rep.min_isr
+                    request.decide(i, result if ok else (NOT_ENOUGH_REPLICAS_AFTER_APPEND,) + result[1:])
+                else:
+                    rep.delayed.append((first + count, request, i, result))
+                    waiting = True
+            else:
+                request.decide(i, result)
+        if waiting and request.remaining:
+            request.timer = self.sim.loop.after(self.request_timeout_ms, lambda: self._expire(request),
+                                                "produce timeout")
+
+    def _expire(self, request: ProduceRequest) -> None:
+        request.timer = None
+        for i, r in enumerate(request.results):
+            if r is None:
+                request.decide(i, (REQUEST_TIMED_OUT, None, 0, -1, -1))
+
+    def _appended(self, rep: Replica) -> None:
+        """Wake the followers' parked fetches."""
+        b, tp = rep.broker, rep.tp
+        for r in rep.replicas:
+            if r != b:
+                s = self.sessions.get((r, b))
+                if s is not None:
+                    s.pending[tp] = None
+                    if s.state == PARKED:
+                        self._respond(s, {}, {}, {})
+
+    # --- ISR shrink and AlterPartition -------------------------------------------------------------
+    def _schedule_isr_check(self, b: int) -> None:
+        self.isr_timers[b] = self.sim.loop.after(max(1, self.lag_max_ms // 2), lambda: self._isr_check(b),
+                                                 f"isr-expiration {b}")
+
+    def _isr_check(self, b: int) -> None:
+        """ReplicaManager's isr-expiration task: maybeShrinkIsr on every partition this broker leads
+        (only those that can be out of sync are looked at)."""
+        if b not in self.replicas:
+            return
+        now = self.sim.loop.now
+        reps = self.replicas[b]
+        shrink: dict[tuple, list] = {}
+        for f, tps in self.led_with.get(b, {}).items():
+            s = self.sessions.get((f, b))
+            fresh = s is not None and (s.state == PARKED or now - s.caught_up_ms <= self.lag_max_ms)
+            candidates = tps if not fresh else (s.watch if s is not None else {})
+            for tp in candidates:
+                rep = reps.get(tp)
+                if rep is None or not rep.is_leader or rep.pending_isr is not None or f not in rep.isr:
+                    continue
+                if rep.follower_leo.get(f, -1) == rep.log.leo:
+                    continue       # Replica.isCaughtUp: a follower at the log end is in sync
+                w = s.watch.get(tp) if s is not None else None
+                last = w[0] if w is not None else (s.caught_up_ms if s is not None else 0)
+                if s is not None and s.state == PARKED and w is None:
+                    last = now
+                if now - last > self.lag_max_ms:
+                    shrink.setdefault(tp, []).append(f)
+        for tp in sorted(shrink):
+            rep = reps[tp]
+            out = shrink[tp]
+            self._propose_isr(rep, tuple(r for r in rep.isr if r not in out), shrink=True)
+        self._schedule_isr_check(b)
+
+    def _propose_isr(self, rep: Replica, isr: tuple, shrink: bool = False) -> None:
+        # PendingShrinkIsr keeps the current ISR as the maximal one; PendingExpandIsr adds the new member.
+        rep.pending_isr = rep.isr if shrink else isr
+        self.alter_queue.setdefault(rep.broker, {})[rep.tp] = (rep.leader_epoch, isr, rep.partition_epoch)
+        self._send_alter(rep.broker)
+
+    def _send_alter(self, b: int) -> None:
+        if self.alter_in_flight.get(b) or not self.alter_queue.get(b):
+            return
+        proposals = self.alter_queue.pop(b)
+        self.alter_in_flight[b] = True
+        gen = self.replicas.get(b)
+
+        def on_response(response) -> None:
+            if self.replicas.get(b) is not gen:
+                return     # the process restarted meanwhile
+            self.alter_in_flight[b] = False
+            self._alter_done(b, proposals, response)
+            self._send_alter(b)
+
+        if not self.sim.send_alter_partition(b, proposals, on_response):
+            self.alter_in_flight[b] = False
+            self.alter_queue.setdefault(b, {}).update(
+                {tp: v for tp, v in proposals.items() if tp not in self.alter_queue.get(b, {})})
+            self.sim.loop.after(ALTER_PARTITION_RETRY_MS, lambda: self._send_alter(b) if b in self.replicas else None,
+                                "alter-partition retry")
+
+    def _alter_done(self, b: int, proposals: dict, response) -> None:
+        """Partition.handleAlterPartitionUpdate: adopt what the controller stored, or give up the proposal."""
+        reps = self.replicas.get(b, {})
+        for tp, (leader_epoch, _isr, _pe) in proposals.items():
+            rep = reps.get(tp)
+            if rep is None or rep.leader_epoch != leader_epoch:
+                continue
+            rep.pending_isr = None
+            result = response.partitions.get(tp) if response is not None else None
+            if result is not None and not isinstance(result, str) and result.leader_epoch == rep.leader_epoch:
+                rep.isr = tuple(result.isr)
+                rep.partition_epoch = result.partition_epoch
+                for r in rep.isr:
+                    s = self.sessions.get((r, b))
+                    if r != b and s is not None:
+                        w = s.watch.get(tp)
+                        if w is not None and rep.follower_leo.get(r, -1) >= rep.log.leo:
+                            del s.watch[tp]
+            self._maybe_advance_hw(rep)
+            self._complete_delayed(rep)
