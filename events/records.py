@@ -322,7 +322,24 @@ class LeaderElectionRequested(NamedTuple):
     partitions: tuple | None   # ((topic, partition), ...) or None for all
 
 
+class SimulationStarted(NamedTuple):
+    """A simulation began (``sim.simulation``): the scenario as written, where it was read from, and the seed.
+    ``kcontroller replay`` runs the same scenario with the same seed again and compares every record."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    scenario: str              # the scenario's name
+    source: str                # the file it was read from ("<string>" if none)
+    text: str                  # the scenario's YAML text, verbatim
+    seed: int
+
+
 FIRST_OUTPUT_KIND = 40
+
 
 # ---------------------------------------------------------------------------------------------
 # Outputs: what the controller did. Kinds 40..
@@ -661,6 +678,18 @@ class TopicDeletionCompleted(NamedTuple):
     topic: str
 
 
+class SimulationSummary(NamedTuple):
+    """A simulation ended: its summary (what ``kcontroller simulate --json`` prints), as JSON text."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    summary: str
+
+
 # kind code -> class. Codes are part of the file format: never reuse or renumber one.
 KINDS: dict[int, type] = {
     1: BrokerStarted,
@@ -679,6 +708,7 @@ KINDS: dict[int, type] = {
     14: BrokerStopped,
     15: ReassignmentRequested,
     16: LeaderElectionRequested,
+    18: SimulationStarted,
     40: ControllerElected,
     41: ReplicaTransition,
     42: PartitionTransition,
@@ -699,6 +729,7 @@ KINDS: dict[int, type] = {
     57: ReplicaAssignmentChanged,
     58: TopicQueuedForDeletion,
     59: TopicDeletionCompleted,
+    60: SimulationSummary,
 }
 
 for _code, _cls in KINDS.items():
@@ -720,4 +751,4 @@ Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
           | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot | ControlledShutdownResponded
           | LeaderElectionResponded | ReassignmentResponded | ReplicaAssignmentChanged
-          | TopicQueuedForDeletion | TopicDeletionCompleted)
+          | TopicQueuedForDeletion | TopicDeletionCompleted | SimulationStarted | SimulationSummary)

@@ -12,7 +12,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
-from kcontroller import cli_cluster, cli_whatif
+from kcontroller import cli_cluster, cli_simulate, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("--json", action="store_true", help="print JSON instead of text")
     cli_cluster.add_parsers(sub)
     cli_whatif.add_parser(sub)
+    cli_simulate.add_parser(sub)
     return parser
 
 
@@ -126,6 +127,20 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from sim.sim_replay import is_simulation_log, replay_simulation
+    first = next(iter(LogReader(args.log_dir).records()), None)
+    if is_simulation_log(first):
+        if args.from_snapshot:
+            print("kcontroller: error: a simulation log replays from its start (--from-snapshot is for cluster logs)",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        result = replay_simulation(LogReader(args.log_dir).records())
+        if result.ok:
+            print(f"replay of {args.log_dir}: simulation {first.scenario!r} (seed {first.seed}) run again: "
+                  f"{result.records} records identical")
+            return EXIT_OK
+        print(f"replay of {args.log_dir} diverged after {result.records} identical records at {result.divergence}")
+        return 1
     result = replay_log(args.log_dir, from_snapshot=args.from_snapshot)
     if result.ok:
         print(f"replay of {args.log_dir}: {result.records} records identical ({result.inputs} inputs re-applied); "
@@ -149,11 +164,12 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    quiet = ("demo", "replay", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
+    quiet = ("demo", "replay", "simulate", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
     configure_logging(args.log_level or ("critical" if args.command in quiet else "warning"))
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
-                    "what-if": cli_whatif.cmd_what_if, **cli_cluster.COMMANDS}
+                    "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
+                    **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)

@@ -4,8 +4,10 @@ Each producer of a scenario's workload runs on the ``"clients"`` node. Every ``T
 the messages its rate calls for to its accumulator, filling one partition's batch up to
 ``batch.size`` (16384 bytes) before moving to the next partition of its topics (the
 uniform sticky partitioner of KIP-794, in round-robin order so runs are reproducible). Batches
-go to the leader its metadata names, one produce request per broker per tick; a partition whose
-leader it does not know waits in the accumulator. Errors are retried after ``retry.backoff.ms``
+go to the leader its metadata names, one produce request per broker per tick with at most one
+batch per partition and at most five requests in flight per broker
+(``max.in.flight.requests.per.connection``); a partition whose leader it does not know waits
+in the accumulator. Errors are retried after ``retry.backoff.ms``
 (100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s) after the batch was
 made; then its messages fail with DELIVERY_TIMEOUT. Every batch acknowledged with acks 1 or all
 is reported to the metrics with its offsets and leader epoch, so that its fate can be followed
@@ -25,6 +27,7 @@ RETRY_BACKOFF_MS = 100
 DELIVERY_TIMEOUT_MS = 120_000
 METADATA_MAX_AGE_MS = 300_000
 RECONNECT_BACKOFF_MS = 50
+MAX_IN_FLIGHT = 5                 # max.in.flight.requests.per.connection
 RECONNECT_BACKOFF_MAX_MS = 1000
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
@@ -47,6 +50,8 @@ class Producer:
         self.needs_refresh = True
         self.in_flight = 0
         self.down: dict[int, list] = {}      # broker -> [reconnect at ms, current backoff ms]
+        self.open_batches: dict[tuple, list] = {}   # tp -> its newest batch, while it is not sent
+        self.requests: dict[int, dict] = {}          # broker -> requests in flight to it
 
     def start(self) -> None:
         self.sim.loop.at(self.spec.start_ms, self._tick, f"producer {self.index}")
@@ -80,14 +85,17 @@ class Producer:
         self.produced += due
         metrics.sent_messages += due
         acc = self.accumulator
+        open_batches = self.open_batches
         n = len(partitions)
         while due:
             tp = partitions[self.cursor % n]
             take = min(due, self.per_batch - self.fill)
-            if acc and acc[-1][0] == tp and acc[-1][3] == now and self.fill:
-                acc[-1][1] += take
+            batch = open_batches.get(tp)
+            if batch is not None and batch[1] + take <= self.per_batch:
+                batch[1] += take      # the partition's last batch still has room
             else:
-                acc.append([tp, take, now, now])
+                batch = open_batches[tp] = [tp, take, now, now]
+                acc.append(batch)
             due -= take
             self.fill += take
             if self.fill >= self.per_batch:
@@ -107,8 +115,10 @@ class Producer:
             self.leaders[tp] = entry[0] if entry is not None else -1
 
     def _drain(self, now: int) -> None:
+        """RecordAccumulator.drain: at most one batch per partition in each request."""
         by_leader: dict[int, list] = {}
         keep = []
+        taken: set = set()
         metrics = self.sim.metrics
         for batch in self.accumulator:
             tp, count, created, ready = batch
@@ -125,9 +135,13 @@ class Producer:
                 keep.append(batch)
                 continue
             down = self.down.get(leader)
-            if down is not None and down[0] > now:
+            if ((down is not None and down[0] > now) or tp in taken
+                    or len(self.requests.get(leader, ())) >= MAX_IN_FLIGHT):
                 keep.append(batch)
                 continue
+            taken.add(tp)
+            if self.open_batches.get(tp) is batch:
+                del self.open_batches[tp]       # sent: closed for appends
             by_leader.setdefault(leader, []).append(batch)
         self.accumulator = keep
         for leader in sorted(by_leader):
@@ -154,6 +168,7 @@ class Producer:
             sim.replication.produce(leader, acks, [(b[0], b[1]) for b in batches], respond)
 
         self.in_flight += 1
+        self.requests.setdefault(leader, {})[id(answered)] = (batches, answered)
         sim.network.send("clients", leader, deliver, lambda: self._timed_out(batches, sent_at, answered),
                          name=f"produce clients->{leader}")
 
@@ -167,6 +182,7 @@ class Producer:
             self._on_response(batches, [(NETWORK_EXCEPTION, b[0], b[1], -1, -1) for b in batches], answered)
             return
         # A failed reconnection: the batches wait, the next attempt backs off further.
+        self.requests.get(leader, {}).pop(id(answered), None)
         answered[0] = True
         self.in_flight -= 1
         down[1] = min(RECONNECT_BACKOFF_MAX_MS, down[1] * 2)
@@ -182,9 +198,20 @@ class Producer:
         results = [(REQUEST_TIMED_OUT, b[0], b[1], -1, -1) for b in batches]
         self.sim.loop.at(due, lambda: self._on_response(batches, results, answered), "produce request timeout")
 
+    def broker_died(self, b: int) -> None:
+        """The broker's process is gone: its connections reset, the requests in flight on them fail."""
+        for batches, answered in list(self.requests.get(b, {}).values()):
+            if not answered[0]:
+                self.down[b] = [self.sim.loop.now + RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MS]
+                results = [(NETWORK_EXCEPTION, x[0], x[1], -1, -1) for x in batches]
+                self.sim.network.send(b, "clients", lambda batches=batches, answered=answered, results=results:
+                                      self._on_response(batches, results, answered), name="connection reset")
+
     def _on_response(self, batches: list, results: list, answered: list) -> None:
         if answered[0]:
             return
+        for reqs in self.requests.values():
+            reqs.pop(id(answered), None)
         answered[0] = True
         self.in_flight -= 1
         sim = self.sim

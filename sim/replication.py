@@ -184,6 +184,8 @@ class Replication:
                     item[1].timer.cancel()
             rep.delayed.clear()
         self.led_with.pop(b, None)
+        for producer in self.sim.producers:
+            producer.broker_died(b)
         self.alter_queue.pop(b, None)
         self.alter_in_flight.pop(b, None)
         for (f, leader), s in self.sessions.items():

@@ -238,6 +238,7 @@ numbers aside); :func:`parse_time` and :func:`format_time` convert times.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import pathlib
@@ -329,6 +330,7 @@ class Scenario:
     network: NetworkSpec
     steps: tuple[Step, ...]
     source: str = field(default="<string>", compare=False)
+    text: str = field(default="", compare=False, repr=False)   # the YAML it was parsed from
 
 
 # --- times ---------------------------------------------------------------------------------------
@@ -1195,7 +1197,7 @@ def parse_scenario(text: str, source: str = "<string>") -> Scenario:
     relative to its directory). Raises :class:`ScenarioError`."""
     parser = _ScenarioParser(text, source)
     try:
-        return parser.scenario()
+        return dataclasses.replace(parser.scenario(), text=text)
     finally:
         parser.loader.dispose()
 

@@ -19,6 +19,7 @@ producers — is :mod:`sim.replication` and :mod:`sim.producer`; :mod:`sim.metri
 """
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable
 
@@ -37,15 +38,15 @@ from controller.controller_events import (
 )
 from events.records import (
     AlterPartitionRequested, BrokerKilled, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
-    ControlledShutdownRequested, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, TopicCreated,
-    TopicDeletionRequested,
+    ControlledShutdownRequested, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, SimulationStarted,
+    SimulationSummary, TopicCreated, TopicDeletionRequested,
 )
 from sim.event_loop import EventLoop
 from sim.metrics import Metrics
 from sim.network import Network
 from sim.producer import Producer
 from sim.replication import Replication
-from sim.scenario import Scenario, cut_links
+from sim.scenario import Scenario, cut_links, dump_scenario
 from sim.sim_broker import SimBroker
 from statemachines.leader_and_isr import LeaderAndIsr
 
@@ -108,11 +109,14 @@ class Simulation:
         self.admin.create_top_level_paths()
         self._zk_tick = None
         self.journal.set_time(0)
+        self.journal.input(SimulationStarted, scenario.name, scenario.source, scenario.text or dump_scenario(scenario),
+                           self.seed)
         self.journal.input(ClusterCreated, self.seed, tuple(sorted(scenario.cluster.configs.items())))
 
     # --- running -------------------------------------------------------------------------------------
-    def run(self) -> None:
-        """Start the brokers, create the topics, run the steps, and stop at the scenario's duration."""
+    def run(self, progress: Callable[[int, int], object] | None = None) -> None:
+        """Start the brokers, create the topics, run the steps, and stop at the scenario's duration.
+        ``progress(now_ms, duration_ms)`` is called every few thousand events."""
         for b in self.scenario.cluster.brokers:
             if b not in self.scenario.cluster.down:
                 self.loop.at(0, lambda b=b: self._start_broker(b), f"start {b}")
@@ -128,11 +132,19 @@ class Simulation:
                 producer = Producer(self, spec, i)
                 self.producers.append(producer)
                 producer.start()
-        self.run_until(self.scenario.duration_ms)
+        self.run_until(self.scenario.duration_ms, progress)
 
     def summary(self) -> dict:
         """What the run cost, as :func:`sim.metrics.format_summary` prints it."""
         return self.metrics.summary()
+
+    def finish(self) -> dict:
+        """End the run: the summary, also journaled as the log's last record (SimulationSummary)."""
+        summary = self.summary()
+        self.journal.set_writer(-1, 0)
+        self.journal.set_time(self.loop.now)
+        self.journal.emit(SimulationSummary, json.dumps(summary, sort_keys=True, separators=(",", ":")))
+        return summary
 
     # --- what the data plane asks of the cluster ------------------------------------------------------
     def min_isr(self, topic: str) -> int:
@@ -212,8 +224,9 @@ class Simulation:
             name=f"alter-partition {b}->{target_id}")
         return True
 
-    def run_until(self, time_ms: int) -> None:
+    def run_until(self, time_ms: int, progress: Callable[[int, int], object] | None = None) -> None:
         loop = self.loop
+        every = 0
         while True:
             self._arm_zk_tick()
             nxt = loop.next_time()
@@ -222,7 +235,14 @@ class Simulation:
             self.journal.set_time(nxt)
             loop.step()
             self.settle()
+            if progress is not None:
+                every += 1
+                if every >= 5000:
+                    every = 0
+                    progress(loop.now, time_ms)
         loop.run_until(time_ms)
+        if progress is not None:
+            progress(time_ms, time_ms)
 
     def settle(self) -> int:
         """Step every running broker's controller queue, round-robin by broker id, until all are empty."""

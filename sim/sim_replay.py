@@ -1,0 +1,67 @@
+"""Replay of a simulation's log: run the same scenario with the same seed and compare every record.
+
+A simulation's log starts with a SimulationStarted record holding the scenario's YAML text and
+the seed. Re-running it must write the same records, byte for byte (the simulation is a
+function of the scenario and the seed); the first difference is reported with its offset.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import msgpack
+
+from controller.replay import Divergence, ReplayResult
+from events.records import SimulationStarted
+from sim.scenario import parse_scenario
+from sim.simulation import Simulation
+
+
+class _Diverged(BaseException):
+    """Raised from the sink; a BaseException so that no handler in the engine can swallow it."""
+
+    def __init__(self, divergence: Divergence):
+        super().__init__(str(divergence))
+        self.divergence = divergence
+
+
+class _Compare:
+    def __init__(self, expected: Iterator):
+        self.expected = expected
+        self.count = 0
+        self.inputs = 0
+
+    def __call__(self, rec) -> None:
+        want = next(self.expected, None)
+        if want is None or msgpack.packb(want) != msgpack.packb(rec):
+            raise _Diverged(Divergence(rec.offset, want, rec))
+        self.count += 1
+        self.inputs += rec.is_input
+
+
+def is_simulation_log(first_record) -> bool:
+    return type(first_record) is SimulationStarted
+
+
+def replay_simulation(records: Iterable[tuple]) -> ReplayResult:
+    """Re-run the simulation whose records these are; compare everything it writes with them."""
+    it = iter(records)
+    first = next(it, None)
+    if not is_simulation_log(first):
+        raise ValueError("not a simulation log: it does not start with SimulationStarted")
+    scenario = parse_scenario(first.text, first.source)
+    cmp = _Compare(_chain(first, it))
+    try:
+        sim = Simulation(scenario, seed=first.seed, sink=cmp)
+        sim.run()
+        sim.finish()
+    except _Diverged as d:
+        return ReplayResult(cmp.count, cmp.inputs, d.divergence, None)
+    rest = next(cmp.expected, None)
+    if rest is not None:
+        return ReplayResult(cmp.count, cmp.inputs, Divergence(rest.offset, rest, None), None)
+    return ReplayResult(cmp.count, cmp.inputs, None, None)
+
+
+def _chain(first, it: Iterator) -> Iterator:
+    yield first
+    yield from it
