@@ -352,6 +352,11 @@ class ZooKeeper:
     def heartbeat(self, session_id: int) -> None:
         self._live(session_id)
 
+    @property
+    def sessions_opened(self) -> int:
+        """Grows with every session opened (a new session may bring the next deadline forward)."""
+        return self._next_sid
+
     def is_alive(self, session_id: int) -> bool:
         return session_id in self._sessions
 

@@ -87,13 +87,15 @@ class ReplicaLog:
 
     def truncate_to(self, offset: int) -> int:
         """Remove the records at and after ``offset``; returns how many were removed."""
+        # Epochs that start at or after the offset have no record left (one may have none already:
+        # a replica that led an epoch without writing in it).
+        while self.epochs and self.epochs[-1][1] >= offset:
+            self.epochs.pop()
         if offset >= self.leo:
             return 0
         removed = self.leo - offset
         self.leo = offset
         self.hw = min(self.hw, offset)
-        while self.epochs and self.epochs[-1][1] >= offset:
-            self.epochs.pop()
         return removed
 
     def epochs_between(self, start: int, end: int) -> list[tuple[int, int]]:

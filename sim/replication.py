@@ -400,12 +400,16 @@ class Replication:
         leo = rep.log.leo
         w = s.watch.get(rep.tp)
         if w is not None:
+            caught_up = True
             if offset >= leo:
                 w[0] = max(w[0], now)
             elif offset >= w[1]:
                 w[0] = max(w[0], prev)
+            else:
+                caught_up = False
             w[1] = leo
-            if offset >= leo and f in rep.isr:
+            if caught_up and f in rep.isr:
+                # From here the session's own fetch times stand for this partition's lastCaughtUpTime.
                 del s.watch[rep.tp]
         if f not in rep.maximal_isr:
             s.watch.setdefault(rep.tp, [0, leo])

@@ -108,6 +108,7 @@ class Simulation:
                                    rng=self.store_rng)
         self.admin.create_top_level_paths()
         self._zk_tick = None
+        self._armed_opened = -1
         self.journal.set_time(0)
         self.journal.input(SimulationStarted, scenario.name, scenario.source, scenario.text or dump_scenario(scenario),
                            self.seed)
@@ -252,7 +253,8 @@ class Simulation:
             for b in sorted(self.brokers):
                 broker = self.brokers[b]
                 # A broker cut off from the store has its controller thread blocked on its first request.
-                if broker.alive and broker.reaches_store() and broker.controller.event_manager.step():
+                if (broker.alive and not broker.controller.event_manager.is_empty and broker.reaches_store()
+                        and broker.controller.event_manager.step()):
                     progressed = True
                     steps += 1
             if not progressed:
@@ -261,7 +263,14 @@ class Simulation:
                 raise SimulationError("the controllers did not settle: events keep coming")
 
     def _arm_zk_tick(self) -> None:
-        """Have the loop wake at the store's next session deadline (expiries happen at their own time)."""
+        """Have the loop wake at the store's next session deadline (expiries happen at their own time).
+
+        Heartbeats only move deadlines later, so an armed tick stays early enough until a new session
+        opens; a tick that finds nothing due re-arms."""
+        opened = self.zk.sessions_opened
+        if self._zk_tick is not None and opened == self._armed_opened:
+            return
+        self._armed_opened = opened
         self.admin.heartbeat()  # the admin tools' session is never cut off
         deadline = self.zk.next_session_deadline()
         if deadline is None:
@@ -275,6 +284,7 @@ class Simulation:
 
     def _tick(self) -> None:
         self._zk_tick = None
+        self.admin.heartbeat()
         self.zk.tick()
 
     # --- controller <-> broker requests -------------------------------------------------------------------
