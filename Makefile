@@ -1,11 +1,15 @@
 # Each target sets up what it needs (scripts/bootstrap.sh: checks Python 3.11+ and Java 17+, creates .venv).
-.PHONY: setup demo test test-quick bench clean
+.PHONY: setup demo examples test test-quick bench clean
 
 setup:
 	@scripts/bootstrap.sh
 
 demo: setup
 	.venv/bin/kcontroller demo --overwrite
+
+examples: setup
+	@for f in examples/*.yaml; do n=$$(basename $$f .yaml); echo "== $$n"; \
+	  .venv/bin/kcontroller simulate $$f --log-dir out/examples/$$n --overwrite || exit 1; done
 
 test: setup
 	.venv/bin/python -m pytest
@@ -19,6 +23,7 @@ bench: setup
 	.venv/bin/python bench/bench_event_manager.py
 	.venv/bin/python bench/bench_zookeeper.py --runs 1
 	.venv/bin/python bench/bench_controller.py
+	.venv/bin/python bench/bench_simulation.py
 
 clean:
 	rm -rf .venv out .pytest_cache .hypothesis *.egg-info
