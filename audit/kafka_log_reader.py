@@ -1,0 +1,579 @@
+"""The line interpreter behind ``audit.kafka_text_logs``: Kafka log lines in, audit rows out.
+
+:class:`KafkaLogReader` reads one file's lines in order. Each log4j line is split into
+timestamp, level, ident prefix, message and logger, then dispatched on the message's first word
+to the few templates that may match it (``audit.kafka_line_patterns``): a line becomes rows, or
+is a known line that makes none, or is counted and sampled as not understood. The reader keeps
+what later lines need: the last epoch of each controller id, the controller that last took over
+(for lines that name none), each partition's last known ISR (to tell an unclean election), and a
+row waiting for its next line (a failure for its exception class, an unclean-election warning for
+the selector's result). It also collects the evidence of the Kafka era the file comes from.
+"""
+from __future__ import annotations
+
+import calendar
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from audit import kafka_line_patterns as pat
+from audit.rows import (
+    CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
+    REPLICA_TRANSITION, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED, AuditRow,
+)
+from statemachines.states import PartitionState
+
+ERA_0_8 = "0.8-0.11"   # no prefix; "Controller N epoch E ..." in the message; partitions as [t,0]
+ERA_1_0 = "1.0-2.5"    # "[Controller id=N epoch=E]" prefix; TRACE-level state-change.log by default
+ERA_2_6 = "2.6+"       # INFO-level state-change.log by default: no per-replica lines
+ERA_KRAFT = "kraft"    # QuorumController / KRaft broker lines: no controller state machines
+_ERA_ORDER = (ERA_0_8, ERA_1_0, ERA_2_6)
+
+SAMPLE_SIZE = 10
+_NEW = PartitionState.NewPartition.byte
+_ONLINE = PartitionState.OnlinePartition.byte
+_OFFLINE = PartitionState.OfflinePartition.byte
+_NON_EXISTENT = PartitionState.NonExistentPartition.byte
+
+
+@dataclass
+class LineCounts:
+    """How the lines of a file were read; every line is counted in exactly one field."""
+    rows: int = 0            # understood, and became one or more audit rows
+    other: int = 0           # understood controller/broker/KRaft line that makes no row
+    continuation: int = 0    # stack-trace or multi-line message continuation
+    header: int = 0          # header ('#') and blank lines
+    not_understood: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.rows + self.other + self.continuation + self.header + self.not_understood
+
+
+@dataclass
+class KafkaLogReading:
+    """What one file said: its rows, how its lines were read, and what kind of log it is."""
+    path: str
+    run_id: str
+    rows: list[AuditRow]
+    counts: LineCounts
+    not_understood_sample: list[tuple[int, str]]   # (line number, line), the first SAMPLE_SIZE
+    era: str | None                                # ERA_* or None when nothing told
+    kraft: bool                                    # KRaft lines seen: no controller state machines here
+    is_log4j: bool                                 # any line in Kafka's log4j layout at all
+    version_hints: tuple[str, ...] = ()            # finer version evidence ("0.8.0", "3.5+", ...)
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class KafkaLogReader:
+    """Streams one file's rows (:meth:`rows`); afterwards :meth:`reading` tells the rest."""
+
+    def __init__(self, path: str, lines: Iterable[str], *, run_id: str, sample_size: int = SAMPLE_SIZE):
+        self.path = path
+        self.run_id = run_id
+        self._lines = lines
+        self.sample_size = sample_size
+        self.counts = LineCounts()
+        self.sample: list[tuple[int, str]] = []
+        self._eras: Counter = Counter()
+        self._hints: set[str] = set()
+        self._kraft_lines = 0
+        self._log4j_lines = 0
+        self._state_change_lines = 0
+        self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
+        self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
+        self._isr: dict[tuple[str, int], list[int]] = {}   # partition -> last known ISR
+        self._active: int | None = None        # the controller that last took over, for ident-less lines
+        self._pending: AuditRow | None = None  # a row waiting for its next line (exception, selector)
+        self._pending_kind: str | None = None
+        self._awaiting_exception = False
+        self._minute_ms: dict[str, int] = {}
+        # Context of the log line being read.
+        self._no = 0
+        self._ts = ""
+        self._cid = -1
+        self._epoch = -1
+        self._out: list[AuditRow] = []
+        self._made_row = False
+
+    # --- driving -------------------------------------------------------------------------------
+    def rows(self) -> Iterator[AuditRow]:
+        for no, text in enumerate(self._lines, 1):
+            self._feed(no, text.rstrip("\r\n"))
+            if self._out:
+                yield from self._out
+                self._out = []
+        self._flush_pending()
+        yield from self._out
+        self._out = []
+
+    def reading(self, rows: list[AuditRow]) -> KafkaLogReading:
+        return KafkaLogReading(
+            path=self.path, run_id=self.run_id, rows=rows, counts=self.counts,
+            not_understood_sample=list(self.sample), era=self.era, kraft=self._kraft_lines > 0,
+            is_log4j=self._log4j_lines > 0, version_hints=tuple(sorted(self._hints)), notes=self._notes(rows))
+
+    @property
+    def era(self) -> str | None:
+        if self._kraft_lines:
+            return ERA_KRAFT
+        seen = [e for e in _ERA_ORDER if self._eras[e]]
+        return seen[-1] if seen else None
+
+    def _notes(self, rows: list[AuditRow]) -> tuple[str, ...]:
+        notes = []
+        if self._kraft_lines:
+            notes.append(f"KRaft: no controller state machines here ({self._kraft_lines} KRaft lines, "
+                         f"none made a row)")
+        if not self._log4j_lines and self.counts.total > self.counts.header:
+            notes.append("no line in Kafka's log4j layout: not a Kafka log file")
+        if (self.era == ERA_2_6 and self._state_change_lines
+                and not any(r.kind == REPLICA_TRANSITION for r in rows)):
+            notes.append("INFO-level state-change logging (Kafka 2.6+ default): per-replica transitions "
+                         "are not in this file")
+        if self._dialect_080:
+            notes.append("Kafka 0.8.0 dialect: replica lines print no from-state, and 'with leader' lines "
+                         "print the new state as the old one (read as unknown)")
+        return tuple(notes)
+
+    # --- one line ------------------------------------------------------------------------------
+    def _feed(self, no: int, text: str) -> None:
+        if not text or text[0] == "#" or text.isspace():
+            self.counts.header += 1
+            return
+        parts = pat.split_log4j(text) if text[0] == "[" else None
+        if parts is not None:
+            self._log4j_lines += 1
+            self._log_line(no, parts[0], parts[2])
+        elif (self._log4j_lines and pat.CONTINUATION.match(text)) or pat.STACK_TRACE_LINE.match(text):
+            self.counts.continuation += 1
+            self._continuation(text)
+        else:
+            self._not_understood(no, text)
+
+    def _not_understood(self, no: int, text: str) -> None:
+        self.counts.not_understood += 1
+        if len(self.sample) < self.sample_size:
+            self.sample.append((no, text))
+
+    def _continuation(self, text: str) -> None:
+        if self._awaiting_exception:
+            self._awaiting_exception = False
+            head = pat.EXCEPTION_HEAD.match(text.strip())
+            if head is not None and self._pending is not None and self._pending_kind == "failure":
+                cls = head.group("cls").rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+                self._pending = self._pending._replace(error=cls)
+
+    def _log_line(self, no: int, ts: str, msg: str) -> None:
+        self._no, self._ts = no, ts
+        self._awaiting_exception = False
+        logger, msg = pat.split_logger(msg)
+        if logger == "state.change.logger":
+            self._state_change_lines += 1
+        ident, body = self._split_ident(msg)
+        role, cid, epoch = self._ident_role(ident)
+        if self._pending is not None:
+            if self._attach_to_pending(body):
+                return
+            self._flush_pending()
+        self._made_row = False
+        category = self._classify(role, cid, epoch, ident, body, logger)
+        if category == "row" or self._made_row:
+            self.counts.rows += 1
+        elif category == "other":
+            self.counts.other += 1
+        else:
+            self._not_understood(no, self._line_text(ts, msg, logger))
+
+    @staticmethod
+    def _line_text(ts: str, msg: str, logger: str | None) -> str:
+        return f"[{ts}] {msg}" + (f" ({logger})" if logger else "")
+
+    def _classify(self, role, cid, epoch, ident, body, logger) -> str:
+        """"row", "other" or "not_understood" for one log line (rows are emitted on the way)."""
+        key = pat.dispatch_key(body)
+        if role == "kraft" or pat.is_kraft_logger(logger) or (
+                logger == "state.change.logger" and pat.is_kraft_state_change(key, body)):
+            self._kraft_lines += 1
+            return "other"
+        self._era_evidence(role, key, body)
+        if not pat.is_controller_logger(logger):
+            return "other"                       # broker, network, log manager, ZooKeeper client ...
+        if logger is not None and logger.startswith(pat.ELECTOR_LOGGER):
+            return self._elector_line(body)
+        if role == "broker":
+            return "other"                       # broker side of the state-change log
+        return self._controller_line(cid, epoch, ident, key, body, logger)
+
+    def _era_evidence(self, role: str | None, key: str, body: str) -> None:
+        if role in ("controller", "broker"):
+            self._eras[ERA_1_0] += 1             # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
+        elif role == "controller-old":
+            self._eras[ERA_0_8] += 1             # "[Controller N]: "
+        if pat.is_since_2_6(key, body):
+            self._eras[ERA_2_6] += 1
+
+    def _controller_line(self, cid, epoch, ident, key: str, body: str, logger) -> str:
+        em = pat.EMBEDDED_CONTROLLER.match(body)
+        if em is not None:                       # "Controller N epoch E ..." (0.8–0.11; 1.1+ failures)
+            if ident is None:
+                self._eras[ERA_0_8] += 1
+            cid = int(em.group("id")) if cid is None else cid
+            epoch = int(em.group("epoch")) if epoch is None else epoch
+            body = body[em.end():]
+            key = pat.dispatch_key(body)
+        elif ident is None and body.startswith("Broker ") and logger in ("state.change.logger", None):
+            self._eras[ERA_0_8] += 1
+            return "other"                       # 0.8–0.11 broker side: "Broker 1 received ..."
+        self._set_controller(cid, epoch)
+        return self._dispatch(key, body)
+
+    def _set_controller(self, cid: int | None, epoch: int | None) -> None:
+        if cid is None:
+            cid = self._active if self._active is not None else -1
+        if epoch is not None and cid >= 0:
+            self._epochs[cid] = epoch
+        self._cid = cid
+        self._epoch = epoch if epoch is not None else self._epochs.get(cid, -1)
+
+    def _dispatch(self, key: str, body: str) -> str:
+        if key == "sending" and self._on_request_line(body):
+            return "other"
+        for pattern, handler in _ROW_TEMPLATES.get(key, ()):
+            m = pattern.match(body)
+            if m is not None and handler(self, m) is not None:
+                return "row" if self._made_row else "other"
+        return "other" if pat.is_known_controller_message(body, key) else "not_understood"
+
+    def _elector_line(self, body: str) -> str:
+        m = pat.ELECTED_LEADER.match(body)
+        if m is None:
+            return "other"                       # "New leader is 1", ...
+        self._eras[ERA_0_8] += 1
+        cid = int(m.group("id"))
+        self._active = cid
+        self._cid, self._epoch = cid, -1         # the elector does not print the new epoch
+        self._emit(self._row(CONTROLLER_ELECTED))
+        return "row"
+
+    # --- prefixes, time --------------------------------------------------------------------------
+    @staticmethod
+    def _split_ident(msg: str) -> tuple[str | None, str]:
+        if not msg.startswith("["):
+            return None, msg
+        m = pat.IDENT.match(msg)
+        if m is None:
+            return None, msg
+        return m.group("ident"), msg[m.end():]
+
+    @staticmethod
+    def _ident_role(ident: str | None) -> tuple[str | None, int | None, int | None]:
+        """(role, controller id, controller epoch) told by an ident prefix."""
+        if ident is None:
+            return None, None, None
+        m = pat.IDENT_CONTROLLER.match(ident)
+        if m is not None:
+            epoch = m.group("epoch")
+            return "controller", int(m.group("id")), int(epoch) if epoch is not None else None
+        if pat.IDENT_BROKER.match(ident):
+            return "broker", None, None
+        if pat.IDENT_KRAFT.match(ident):
+            return "kraft", None, None
+        m = pat.IDENT_OLD_CONTROLLER.match(ident)
+        if m is not None:
+            return "controller-old", int(m.group("id")), None
+        m = pat.IDENT_COMPONENT_ID.search(ident)
+        return "component", int(m.group("id")) if m else None, None
+
+    def _ts_ms(self, ts: str) -> int | None:
+        """The line's time in ms, read as UTC (log4j prints the broker's local time, without a zone)."""
+        try:
+            base = self._minute_ms.get(ts[:16])
+            if base is None:
+                base = calendar.timegm((int(ts[0:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]),
+                                        int(ts[14:16]), 0)) * 1000
+                if len(self._minute_ms) > 4096:
+                    self._minute_ms.clear()
+                self._minute_ms[ts[:16]] = base
+            frac = ts[20:23]
+            return base + int(ts[17:19]) * 1000 + (int(frac.ljust(3, "0")) if frac else 0)
+        except ValueError:
+            return None
+
+    # --- rows ------------------------------------------------------------------------------------
+    def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
+             leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
+        return AuditRow(self.run_id, self.path, self._no, self._no, kind, self._cid, self._epoch, self._ts_ms(self._ts),
+                        entity, topic, partition, replica, frm, to, leader, leader_epoch, isr, replicas,
+                        unclean, error)
+
+    def _emit(self, row: AuditRow) -> list:
+        self._out.append(row)
+        self._made_row = True
+        return []
+
+    def _hold(self, row: AuditRow, kind: str) -> list:
+        self._pending, self._pending_kind = row, kind
+        self._made_row = True
+        return []
+
+    def _flush_pending(self) -> None:
+        if self._pending is not None:
+            self._out.append(self._pending)
+        self._pending = self._pending_kind = None
+
+    def _attach_to_pending(self, body: str) -> bool:
+        """The selector's "Selected new leader and ISR ..." completes the unclean-election row
+        its "There's potential data loss" WARN started."""
+        if self._pending_kind != "unclean":
+            return False
+        m = pat.SELECTED_OFFLINE_LEADER.match(body)
+        if m is None or pat.parse_tp(m.group("tp")) != (self._pending.topic, self._pending.partition):
+            return False
+        lead = pat.parse_leadership(m.group("state"))
+        if lead is not None:
+            self._pending = self._pending._replace(leader=lead.leader, leader_epoch=lead.leader_epoch, isr=lead.isr)
+            self._remember_isr((self._pending.topic, self._pending.partition), lead.isr)
+        self.counts.other += 1
+        self._flush_pending()
+        return True
+
+    def _remember_isr(self, tp, isr: list[int] | None) -> None:
+        if isr is None:
+            self._isr.pop(tp, None)
+        else:
+            self._isr[tp] = isr
+
+    def _unclean(self, tp, frm: int | None, to: int, leader: int | None) -> bool | None:
+        """An election to OnlinePartition is unclean when its leader was not in the last known ISR."""
+        if to != _ONLINE:
+            return None
+        if frm == _NEW:
+            return False                        # a new partition's leader comes from its live replicas
+        if leader is None or leader < 0 or tp not in self._isr:
+            return None
+        return leader not in self._isr[tp]
+
+    # --- templates -------------------------------------------------------------------------------
+    def _replica_states(self, m) -> tuple | None:
+        """(partition, from, to) of a replica line; Kafka 0.8.0 printed no from-state (None)."""
+        tp = pat.parse_tp(m.group("tp"))
+        to = pat.REPLICA_STATE_BYTES.get(m.group("to"))
+        frm_name = m.group("frm")
+        frm = pat.REPLICA_STATE_BYTES.get(frm_name) if frm_name is not None else None
+        if tp is None or to is None or (frm_name is not None and frm is None):
+            return None
+        if frm_name is None:
+            self._saw_0_8_0()
+        return tp, frm, to
+
+    def _on_replica_changed(self, m):
+        states = self._replica_states(m)
+        if states is None:
+            return None
+        tp, frm, to = states
+        return self._emit(self._row(REPLICA_TRANSITION, entity=ENTITY_REPLICA, topic=tp[0], partition=tp[1],
+                                    replica=int(m.group("replica")), frm=frm, to=to))
+
+    def _partition_states(self, m) -> tuple | None:
+        tp = pat.parse_tp(m.group("tp"))
+        frm_name, to_name = m.group("frm"), m.group("to")
+        frm = pat.ALL_PARTITION_STATE_BYTES.get(frm_name)
+        to = pat.ALL_PARTITION_STATE_BYTES.get(to_name)
+        if tp is None or frm is None or to is None:
+            return None
+        if frm_name in pat.SHORT_PARTITION_STATE_BYTES or to_name in pat.SHORT_PARTITION_STATE_BYTES:
+            self._saw_0_8_0()
+        return tp, frm, to
+
+    def _on_partition_state(self, m):
+        states = self._partition_states(m)
+        if states is None:
+            return None
+        tp, frm, to = states
+        replicas = pat.parse_ints(m.group("replicas")) if m.group("replicas") is not None else None
+        if to == _NON_EXISTENT:
+            self._isr.pop(tp, None)
+        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=frm, to=to, replicas=replicas))
+
+    def _on_partition_leader(self, m):
+        """0.8–1.0: "... from A to OnlinePartition with leader L". Kafka 0.8.0 printed the state
+        *after* the change as the old one, so there the from-state is not known."""
+        states = self._partition_states(m)
+        if states is None:
+            return None
+        tp, frm, to = states
+        if self._dialect_080 and frm == to == _ONLINE:
+            frm = None
+        if self._cid >= 0 and self._eras[ERA_1_0]:
+            self._hints.add("1.0")
+        leader = int(m.group("leader"))
+        unclean = self._unclean(tp, frm, to, leader)
+        self._isr.pop(tp, None)                  # the new ISR is not printed here
+        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=frm, to=to, leader=leader, unclean=unclean))
+
+    def _on_partition_with_state(self, m):
+        states = self._partition_states(m)
+        lead = pat.parse_leadership(m.group("state"))
+        if states is None or lead is None:
+            return None
+        tp, frm, to = states
+        self._hint(pat.leadership_version_hint(m.group("state")))
+        unclean = self._unclean(tp, frm, to, lead.leader)
+        self._remember_isr(tp, lead.isr)
+        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=frm, to=to, leader=lead.leader, leader_epoch=lead.leader_epoch,
+                                    isr=lead.isr, unclean=unclean))
+
+    def _on_replica_failed(self, m):
+        states = self._replica_states(m)
+        if states is None:
+            return None
+        tp, frm, to = states
+        self._awaiting_exception = True
+        return self._hold(self._row(TRANSITION_FAILED, entity=ENTITY_REPLICA, topic=tp[0], partition=tp[1],
+                                    replica=int(m.group("replica")), frm=frm, to=to), "failure")
+
+    def _on_partition_failed(self, m):
+        states = self._partition_states(m)
+        if states is None:
+            return None
+        tp, frm, to = states
+        self._awaiting_exception = True
+        return self._hold(self._row(TRANSITION_FAILED, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=frm, to=to), "failure")
+
+    def _on_isr_removed(self, m):
+        tp = pat.parse_tp(m.group("tp"))
+        lead = pat.parse_leadership(m.group("state"))
+        if tp is None or lead is None:
+            return None
+        self._hint(pat.leadership_version_hint(m.group("state")))
+        self._remember_isr(tp, lead.isr)
+        return self._emit(self._row(LEADER_AND_ISR_UPDATED, topic=tp[0], partition=tp[1], leader=lead.leader,
+                                    leader_epoch=lead.leader_epoch, isr=lead.isr))
+
+    def _on_isr_updated(self, m):
+        """2.7+: the controller accepted an AlterIsr; only the new ISR is printed."""
+        tp = pat.parse_tp(m.group("tp"))
+        if tp is None:
+            return None
+        isr = pat.parse_ints(m.group("isr"))
+        self._isr[tp] = isr
+        return self._emit(self._row(LEADER_AND_ISR_UPDATED, topic=tp[0], partition=tp[1], isr=isr))
+
+    def _on_new_leader_and_isr(self, m):
+        return self._on_isr_removed(m)           # 0.8–1.0: the same ISR removal, printed as JSON
+
+    def _on_selected_leader(self, m):
+        """0.8–1.0 controller.log: the OfflinePartitionLeaderSelector's result. Without a data-loss
+        WARN just before it (see _attach_to_pending), the leader came from the live ISR."""
+        tp = pat.parse_tp(m.group("tp"))
+        lead = pat.parse_leadership(m.group("state"))
+        if tp is None or lead is None:
+            return None
+        self._remember_isr(tp, lead.isr)
+        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=_OFFLINE, to=_ONLINE, leader=lead.leader, leader_epoch=lead.leader_epoch,
+                                    isr=lead.isr, unclean=False))
+
+    def _on_unclean_warning(self, m):
+        tp = pat.parse_tp(m.group("tp"))
+        if tp is None:
+            return None
+        return self._hold(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
+                                    frm=_OFFLINE, to=_ONLINE, leader=int(m.group("leader")), unclean=True),
+                          "unclean")
+
+    def _elected(self, cid: int, epoch: int):
+        self._epochs[cid] = epoch
+        self._active, self._cid, self._epoch = cid, cid, epoch
+        return self._emit(self._row(CONTROLLER_ELECTED))
+
+    def _on_elected_with_id(self, m):
+        return self._elected(int(m.group("id")), int(m.group("epoch")))
+
+    def _on_elected_1_0(self, m):
+        if self._cid < 0:
+            return None
+        return self._elected(self._cid, int(m.group("epoch")))
+
+    def _on_ready_to_serve(self, m):
+        cid = int(m.group("id")) if m.group("id") is not None else self._cid
+        if cid >= 0:
+            self._epochs[cid] = int(m.group("epoch"))
+            self._active = cid
+        return []
+
+    def _on_resigned(self, m):
+        cid = int(m.group("id")) if m.group("id") is not None else self._cid
+        if self._active == cid:
+            self._active = None
+        return []
+
+    def _on_deletion_started(self, m):
+        topics = [t.strip() for t in m.group("topics").split(",") if t.strip()]
+        for topic in topics:
+            self._emit(self._row(TOPIC_DELETION_REQUESTED, topic=topic))
+        return []
+
+    def _on_deletion_completed(self, m):
+        return self._emit(self._row(TOPIC_DELETION_COMPLETED, topic=m.group("topic")))
+
+    def _on_request_state(self, m):
+        """Request lines and election results carry the partition's leadership as the controller knows it."""
+        self._learn_isr(m.group("tp"), m.group("state"))
+        return []
+
+    def _on_request_line(self, body: str) -> bool:
+        parts = pat.split_request_line(body)
+        if parts is None:
+            return False
+        self._learn_isr(parts[1], parts[0])
+        return True
+
+    def _learn_isr(self, tp_token: str, state: str) -> None:
+        tp = pat.parse_tp(tp_token)
+        lead = pat.parse_leadership(state)
+        if tp is not None and lead is not None and lead.isr is not None:
+            self._isr[tp] = lead.isr
+
+    # --- evidence ----------------------------------------------------------------------------------
+    def _hint(self, hint: str | None) -> None:
+        if hint is not None:
+            self._hints.add(hint)
+
+    def _saw_0_8_0(self) -> None:
+        self._dialect_080 = True
+        self._hints.add("0.8.0")
+
+
+# First word of the message body -> the templates tried for it, in order.
+_ROW_TEMPLATES: dict[str, tuple] = {
+    "changed": ((pat.REPLICA_CHANGED, KafkaLogReader._on_replica_changed),
+                (pat.PARTITION_CHANGED_STATE, KafkaLogReader._on_partition_state),
+                (pat.PARTITION_CHANGED_LEADER, KafkaLogReader._on_partition_leader),
+                (pat.PARTITION_CHANGED_WITH_STATE, KafkaLogReader._on_partition_with_state)),
+    "initiated": ((pat.REPLICA_FAILED, KafkaLogReader._on_replica_failed),
+                  (pat.PARTITION_FAILED_OLD, KafkaLogReader._on_partition_failed)),
+    "failed": ((pat.PARTITION_FAILED, KafkaLogReader._on_partition_failed),),
+    "partition": ((pat.ISR_REMOVED, KafkaLogReader._on_isr_removed),),
+    "new": ((pat.NEW_LEADER_AND_ISR, KafkaLogReader._on_new_leader_and_isr),),
+    "selected": ((pat.SELECTED_OFFLINE_LEADER, KafkaLogReader._on_selected_leader),),
+    "no": ((pat.UNCLEAN_WARNING, KafkaLogReader._on_unclean_warning),),
+    "controller": ((pat.ELECTED_OLD, KafkaLogReader._on_elected_with_id),),
+    "incremented": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0),),
+    "epoch": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0),),
+    "#": ((pat.ELECTED, KafkaLogReader._on_elected_with_id),),
+    "ready": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve),),
+    "broker": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve),
+               (pat.RESIGNED, KafkaLogReader._on_resigned)),
+    "resigned": ((pat.RESIGNED, KafkaLogReader._on_resigned),),
+    "starting": ((pat.DELETION_STARTED, KafkaLogReader._on_deletion_started),),
+    "deletion": ((pat.DELETION_COMPLETED, KafkaLogReader._on_deletion_completed),),
+    "initializing": ((pat.INITIALIZING_LEADER_AND_ISR, KafkaLogReader._on_request_state),),
+    "after": ((pat.LEADER_CACHE_UPDATED, KafkaLogReader._on_request_state),),
+    "isr": ((pat.ISR_UPDATED, KafkaLogReader._on_isr_updated),),
+}

@@ -1,0 +1,130 @@
+"""Read Kafka's own ``state-change.log`` and ``controller.log`` (Kafka 0.8 to 4.x) into audit rows.
+
+One file is one run (``run_id`` derived from the file name); every row's ``position`` and
+``seq`` are its 1-based line number, ``source`` the path. The file is streamed line by line
+(plain or gzip-compressed text) through :class:`audit.kafka_log_reader.KafkaLogReader`; nothing
+on a bad line raises — lines not understood are counted and sampled. Only a file that cannot be
+read as text at all raises :class:`KafkaLogError` (missing, a directory, binary content).
+
+Rows made: replica and partition transitions (with leader, leader epoch and ISR when the line
+prints them, assigned replicas for NewPartition), failed and refused transitions (the exception
+class of the stack trace that follows as ``error``), leader/ISR rewrites without a state change
+(ISR removals, accepted AlterIsr), controller elections and topic deletions. A partition's last
+known ISR (from earlier rows and the controller's request lines) tells whether an election to
+OnlinePartition was unclean. KRaft files (QuorumController, KRaft broker lines) are recognised
+and make no rows: there are no controller state machines in KRaft.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterable, Iterator
+
+from audit.kafka_log_reader import (
+    ERA_0_8, ERA_1_0, ERA_2_6, ERA_KRAFT, SAMPLE_SIZE, KafkaLogReader, KafkaLogReading, LineCounts,
+)
+
+__all__ = ["ERA_0_8", "ERA_1_0", "ERA_2_6", "ERA_KRAFT", "SAMPLE_SIZE", "KafkaLogError", "KafkaLogReader",
+           "KafkaLogReading", "LineCounts", "iter_text_lines", "open_kafka_log", "read_kafka_lines", "read_kafka_log",
+           "run_id_for"]
+_SNIFF_BYTES = 65536
+
+
+class KafkaLogError(Exception):
+    """A file that cannot be read as a Kafka log at all (missing, a directory, binary)."""
+
+    def __init__(self, path, reason: str):
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+def run_id_for(path) -> str:
+    """The stable run id of a Kafka text log: derived from its file name."""
+    return "kafka-log:" + os.path.basename(os.fspath(path))
+
+
+def open_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReader:
+    """A reader over one file, for streaming: ``for row in reader.rows()``, then ``reader.reading(...)``.
+
+    The file is opened and checked here (KafkaLogError if it cannot be read as text).
+    """
+    path = os.fspath(path)
+    return KafkaLogReader(path, iter_text_lines(path), run_id=run_id or run_id_for(path))
+
+
+def read_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReading:
+    """Read one Kafka ``state-change.log`` / ``controller.log`` (or any Kafka log4j file) whole."""
+    reader = open_kafka_log(path, run_id=run_id)
+    return reader.reading(list(reader.rows()))
+
+
+def read_kafka_lines(lines: Iterable[str], *, source: str = "<lines>", run_id: str | None = None
+                     ) -> KafkaLogReading:
+    """Read log lines already in memory (tests, other sources) as if they were the file ``source``."""
+    reader = KafkaLogReader(source, lines, run_id=run_id or run_id_for(source))
+    return reader.reading(list(reader.rows()))
+
+
+# --- reading the file as text ------------------------------------------------------------------
+def _open_binary(path: str):
+    if not os.path.exists(path):
+        raise KafkaLogError(path, "no such file")
+    if os.path.isdir(path):
+        raise KafkaLogError(path, "is a directory, not a log file")
+    try:
+        f = open(path, "rb")
+        magic = f.read(2)
+        f.seek(0)
+    except OSError as exc:
+        raise KafkaLogError(path, f"cannot be read ({exc.strerror or exc})") from exc
+    if magic == b"\x1f\x8b":
+        f.close()
+        return gzip.open(path, "rb")
+    return f
+
+
+def _check_text(path: str, sniff: bytes) -> None:
+    """Refuse binary content: NUL bytes, or more than 1% control characters."""
+    if b"\x00" in sniff:
+        raise KafkaLogError(path, "binary content (NUL bytes), not a text log")
+    try:
+        sniff.decode("utf-8")
+        return
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(sniff) - 3:    # a character cut by the sniff window
+            return
+    controls = sum(1 for b in sniff if b < 0x20 and b not in (0x09, 0x0A, 0x0C, 0x0D, 0x1B))
+    if controls > len(sniff) // 100:
+        raise KafkaLogError(path, "binary content (undecodable, control characters), not a text log")
+
+
+def iter_text_lines(path) -> Iterator[str]:
+    """The file's lines without line ends; UTF-8, falling back to Latin-1 for a line that is not.
+
+    The file is opened and its start checked at once; lines are then read as they are asked for.
+    """
+    path = os.fspath(path)
+    f = _open_binary(path)
+    try:
+        _check_text(path, f.read(_SNIFF_BYTES))
+        f.seek(0)
+    except BaseException:
+        f.close()
+        raise
+    return _decoded_lines(path, f)
+
+
+def _decoded_lines(path: str, f) -> Iterator[str]:
+    try:
+        try:
+            for raw in f:
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = raw.decode("latin-1")
+                yield text.rstrip("\r\n")
+        except (OSError, EOFError) as exc:   # e.g. a corrupt gzip stream
+            raise KafkaLogError(path, f"cannot be read ({exc})") from exc
+    finally:
+        f.close()
