@@ -3,13 +3,13 @@
 ``Cluster`` holds an embedded ZooKeeper model, the brokers (each with its store session, its
 registration, its controller candidate and the metadata it accepts from controllers), an
 admin client, a simulated clock and the journal. Every public action — start, kill or
-restart a broker, expire a session, let time pass, create a topic, add partitions, change a
-config, send an AlterPartition — is journaled as an input record and then carried out; the
-cluster then *settles*: the brokers' event queues are stepped round-robin in broker-id order
-until all are empty. Time moves only by actions; on its way it stops at every session timeout
-and every task the controllers scheduled (the auto leader rebalance), in time order. Nothing
-reads the wall clock; two clusters given the same actions write the same records, byte for
-byte, and ``replay`` re-applies a log's inputs to a fresh cluster.
+restart a broker, expire a session, fail a log directory, let time pass, create a topic, add
+partitions, change a config, send an AlterPartition — is journaled as an input record and then
+carried out; the cluster then *settles*: the brokers' event queues are stepped round-robin in
+broker-id order until all are empty. Time moves only by actions; on its way it stops at every
+session timeout and every task the controllers scheduled (the auto leader rebalance), in time
+order. Nothing reads the wall clock; two clusters given the same actions write the same records,
+byte for byte, and ``replay`` re-applies a log's inputs to a fresh cluster.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import structlog
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
 from controller.controller_events import (
-    ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH,
+    ADMIN_CLIENT_TRIGGERED, KAFKA_STORAGE_ERROR, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH,
     AlterPartitionReceived, ApiPartitionReassignment, ControlledShutdown, ListPartitionReassignments,
     ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
     UncleanLeaderElectionEnable,
@@ -37,8 +37,8 @@ from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, UPDATE_ISR_NOTIFICATION,
     AlterPartitionRequested, BrokerKilled, BrokerModified, BrokerSessionExpired, BrokerStarted, BrokerStopped,
     ClockAdvanced, ClusterCreated, ClusterSnapshot, ConfigChanged, ControlledShutdownRequested, IsrChangeNotified,
-    LeaderAndIsrUpdated, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, StateDigest, TopicCreated,
-    TopicDeletionRequested, ViewSnapshot,
+    LeaderAndIsrUpdated, LeaderElectionRequested, LogDirFailed, PartitionsAdded, ReassignmentRequested, StateDigest,
+    TopicCreated, TopicDeletionRequested, ViewSnapshot,
 )
 from statemachines.cluster_view import ClusterView, snapshot_record_body
 from statemachines.leader_and_isr import LeaderAndIsr
@@ -51,6 +51,7 @@ READ_ONLY_BROKER_CONFIGS = frozenset({
     "delete.topic.enable", "auto.leader.rebalance.enable", "leader.imbalance.per.broker.percentage",
     "leader.imbalance.check.interval.seconds", "controlled.shutdown.enable", "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms", "zookeeper.session.timeout.ms", "inter.broker.protocol.version",
+    "log.dir", "log.dirs",
 })
 MAX_SETTLE_STEPS = 10_000_000
 
@@ -60,8 +61,17 @@ class ClusterError(RuntimeError):
 
 
 class BrokerServer:
-    """One broker process: its store session and registration, its controller candidate, and the
-    partition metadata it accepts from controllers (rejecting stale controller epochs as Kafka does)."""
+    """One broker process: its store session and registration, its controller candidate, the
+    partition metadata it accepts from controllers (rejecting stale controller epochs as Kafka does),
+    and its log directories (``log.dirs``, else ``log.dir``).
+
+    With more than one log directory the broker places each replica it is told to host (a LeaderAndIsr
+    partition it had no log for) in the live directory holding the fewest, ties in ``log.dirs`` order
+    (LogManager.nextLogDirs). A failed directory's replicas go offline (ReplicaManager.handleLogDirFailure):
+    the broker answers KAFKA_STORAGE_ERROR for them to LeaderAndIsr and StopReplica, neither leads nor
+    follows them, and creates no log for a partition whose LeaderAndIsr is not ``is_new`` while any of
+    its directories is offline (LogManager.getOrCreateLog). A process started again has every directory
+    back (the disk was replaced) and no logs, as every restarted broker here."""
 
     def __init__(self, cluster: Cluster, broker_id: int, host: str, port: int, rack: str | None):
         self.cluster = cluster
@@ -78,6 +88,11 @@ class BrokerServer:
         self._pending_metadata: list[tuple] = []        # UpdateMetadata partition records not merged yet
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                # (api, controller_id, controller_epoch, error)
+        self.log_dirs: tuple[str, ...] = cluster.config.log_dirs
+        self.offline_dirs: set[str] = set()
+        self.replica_dirs: dict[tuple, str] = {}       # (topic, p) -> log dir; kept with more than one log dir
+        self.dir_counts: dict[str, int] = dict.fromkeys(self.log_dirs, 0)  # logs per online log dir
+        self.offline_partitions: set[tuple] = set()    # HostedPartition.Offline: replicas in a failed log dir
 
     @property
     def metadata(self) -> dict[tuple, tuple]:
@@ -122,32 +137,93 @@ class BrokerServer:
         self.zk.abandon()
         self.controller.event_manager.close()
 
+    def fail_log_dir(self, log_dir: str) -> None:
+        """ReplicaManager.handleLogDirFailure: the replicas in ``log_dir`` go offline, then the broker writes a
+        ``/log_dir_event_notification`` for the controller; with no log directory left it halts (Exit.halt,
+        a kill -9: its session lives until it times out), as it does on any failure before IBP 1.0."""
+        if self.cluster.config.halt_broker_on_log_dir_failure:
+            _log.error(f"Halting broker because dir {log_dir} is offline", broker_id=self.broker_id)
+            self.kill()
+            return
+        self.offline_dirs.add(log_dir)
+        self.dir_counts.pop(log_dir, None)
+        offline = sorted(tp for tp, d in self.replica_dirs.items() if d == log_dir)
+        for tp in offline:
+            del self.replica_dirs[tp]
+            self.leader_and_isr.pop(tp, None)
+        self.offline_partitions.update(offline)
+        if all(d in self.offline_dirs for d in self.log_dirs):
+            _log.error(f"Shutdown broker because all log dirs in {', '.join(self.log_dirs)} have failed",
+                       broker_id=self.broker_id)
+            self.kill()
+            return
+        self.zk.propagate_log_dir_event(self.broker_id)
+
+    def _create_log(self, tp: tuple, is_new: bool) -> bool:
+        """LogManager.getOrCreateLog for a partition the broker has no log for: False when it cannot."""
+        if len(self.log_dirs) < 2:
+            return True  # one directory: it is online while the broker runs, nothing to place
+        if not is_new and self.offline_dirs:
+            return False  # "Can not create log ... because log directories ... are offline"
+        counts = self.dir_counts  # online directories in log.dirs order: min() keeps the first of equals
+        self.replica_dirs[tp] = d = min(counts, key=counts.__getitem__)
+        counts[d] += 1
+        return True
+
     # --- requests from controllers -------------------------------------------------------------
     def handle_request(self, request: BrokerRequest) -> str:
+        """Handle a request from a controller; returns the request's error."""
+        return self.answer(request)[0]
+
+    def answer(self, request: BrokerRequest) -> tuple[str, dict]:
+        """Handle a request from a controller: the request's error and its per-partition errors
+        ({(topic, partition): error}, for LeaderAndIsr and StopReplica)."""
         if request.controller_epoch < self.controller_epoch:
             self.rejected.append((request.api, request.controller_id, request.controller_epoch,
                                   STALE_CONTROLLER_EPOCH))
-            return STALE_CONTROLLER_EPOCH
+            return STALE_CONTROLLER_EPOCH, {}
         if request.api != API_UPDATE_METADATA and 0 <= request.broker_epoch < self.broker_epoch:
             self.rejected.append((request.api, request.controller_id, request.controller_epoch, STALE_BROKER_EPOCH))
-            return STALE_BROKER_EPOCH
+            return STALE_BROKER_EPOCH, {}
         self.controller_epoch = request.controller_epoch
+        errors: dict = {}
         if request.api == API_LEADER_AND_ISR:
+            offline = self.offline_partitions
+            track = len(self.log_dirs) > 1
             for p in request.partitions:
                 tp = (p.topic, p.partition)
+                if offline and tp in offline:
+                    errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline
+                    continue
                 cur = self.leader_and_isr.get(tp)
                 if cur is None or p.leader_epoch > cur[1]:
+                    if track and tp not in self.replica_dirs and not self._create_log(tp, p.is_new):
+                        offline.add(tp)  # makeLeaders/makeFollowers: KafkaStorageException -> markPartitionOffline
+                        errors[tp] = KAFKA_STORAGE_ERROR
+                        continue
                     self.leader_and_isr[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
+                    errors[tp] = NONE
+                else:
+                    errors[tp] = STALE_CONTROLLER_EPOCH  # not a newer leader epoch: ignored
         elif request.api == API_UPDATE_METADATA:
             self.live_brokers = request.live_brokers
             if request.partitions:
                 # Merged into the cache when someone reads it: the records are shared by every broker.
                 self._pending_metadata.append(self.cluster._shared_partitions(request.partitions))
         elif request.api == API_STOP_REPLICA:
+            offline = self.offline_partitions
             for p in request.partitions:
+                tp = (p.topic, p.partition)
+                if offline and tp in offline:
+                    errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline: not stopped, not deleted
+                    continue
                 if p.delete_partition:
-                    self.leader_and_isr.pop((p.topic, p.partition), None)
-        return "NONE"
+                    self.leader_and_isr.pop(tp, None)
+                    d = self.replica_dirs.pop(tp, None)
+                    if d is not None:
+                        self.dir_counts[d] -= 1
+                errors[tp] = NONE
+        return NONE, errors
 
 
 class Cluster:
@@ -242,6 +318,17 @@ class Cluster:
             at = None
         self._input(at, BrokerStopped, broker_id)
         return succeeded
+
+    def fail_log_dir(self, broker_id: int, dir: str | None = None, at: int | None = None) -> None:
+        """A log directory of a running broker fails (a disk error): ``dir`` is one of its ``log.dirs``, by
+        default the first one still online. The broker takes the replicas in it offline and notifies the
+        controller through ``/log_dir_event_notification``; the controller sends it LeaderAndIsr for all its
+        replicas, learns the offline ones from their KAFKA_STORAGE_ERROR and moves leadership off them. A
+        broker left without a log directory halts instead (as ``kill_broker``). A LogDirFailed input."""
+        server = self._running(broker_id)
+        if dir is None:
+            dir = next((d for d in server.log_dirs if d not in server.offline_dirs), None)
+        self._input(at, LogDirFailed, broker_id, dir)
 
     def expire_session(self, broker_id: int, at: int | None = None) -> None:
         """Expire the broker's store session now (a network partition from ZooKeeper, a long GC pause)."""
@@ -537,11 +624,10 @@ class Cluster:
         server = self.brokers.get(request.broker_id)
         if server is None or not server.alive:
             return None
-        error = server.handle_request(request)
-        if request.api != API_STOP_REPLICA:
-            return BrokerResponse(request.api, request.broker_id, request.correlation_id, error, {})
-        return BrokerResponse(request.api, request.broker_id, request.correlation_id, error,
-                              {(p.topic, p.partition): error for p in request.partitions})
+        error, errors = server.answer(request)
+        if error != NONE and request.api == API_STOP_REPLICA:
+            errors = {(p.topic, p.partition): error for p in request.partitions}
+        return BrokerResponse(request.api, request.broker_id, request.correlation_id, error, errors)
 
     def _carry_out(self, rec) -> object:
         t = type(rec)
@@ -584,6 +670,8 @@ class Cluster:
             server = self._running(rec.broker_id)
             server.host, server.port, server.rack = rec.host, rec.port, rec.rack
             server.zk.update_broker_info(rec.broker_id, rec.host, rec.port, rec.rack)
+        elif t is LogDirFailed:
+            self._running(rec.broker_id).fail_log_dir(rec.log_dir)
         else:
             raise ClusterError(f"{t.__name__} is not an input the cluster can carry out")
         return None
@@ -598,6 +686,13 @@ class Cluster:
         elif cls in (BrokerKilled, BrokerSessionExpired, BrokerModified, AlterPartitionRequested, IsrChangeNotified,
                      BrokerStopped, ControlledShutdownRequested):
             self._running(body[0])
+        elif cls is LogDirFailed:
+            server = self._running(body[0])
+            if body[1] not in server.log_dirs:
+                raise ClusterError(f"{body[1]!r} is not a log directory of broker {body[0]} "
+                                   f"(log.dirs: {','.join(server.log_dirs)})")
+            if body[1] in server.offline_dirs:
+                raise ClusterError(f"log directory {body[1]} of broker {body[0]} is already offline")
         elif cls is TopicCreated:
             self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
         elif cls is PartitionsAdded:

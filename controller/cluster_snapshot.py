@@ -11,8 +11,10 @@ The payload of the ClusterSnapshot record is msgpack of a map with these keys: `
 ``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng`` (Python's
 ``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
 ``view`` (a ClusterView snapshot), ``zk`` (``ZooKeeper.to_dict()``), ``admin`` ([session id,
-registered session id]), ``brokers`` (one array per broker, see ``_broker_state``) and
-``metadata_records`` (the UpdateMetadata partition records the brokers cache, each stored once).
+registered session id]), ``brokers`` (one array per broker, see ``_broker_state``),
+``metadata_records`` (the UpdateMetadata partition records the brokers cache, each stored once) and
+``log_dirs`` (optional: ``[broker id, offline dirs, [[topic, partition], dir] of each placed replica,
+offline [topic, partition]s]`` of each broker that placed replicas or lost a log directory).
 """
 from __future__ import annotations
 
@@ -81,7 +83,17 @@ def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
     records: list = []
     state["brokers"] = [_broker_state(cluster.brokers[b], shared, records) for b in sorted(cluster.brokers)]
     state["metadata_records"] = encode_batch(records)
+    log_dirs = [_log_dir_state(cluster.brokers[b]) for b in sorted(cluster.brokers)]
+    state["log_dirs"] = [s for s in log_dirs if s is not None]
     return msgpack.packb(state, use_bin_type=True)
+
+
+def _log_dir_state(server: BrokerServer) -> list | None:
+    if not (server.replica_dirs or server.offline_dirs or server.offline_partitions):
+        return None
+    return [server.broker_id, sorted(server.offline_dirs),
+            sorted([list(tp), d] for tp, d in server.replica_dirs.items()),
+            sorted(list(tp) for tp in server.offline_partitions)]
 
 
 def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = None) -> Cluster:
@@ -124,5 +136,13 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
         server._metadata = {(r.topic, r.partition): r for r in (metadata_records[i] for i in metadata)}
         server.live_brokers = tuple(live_brokers)
         server.rejected = [tuple(r) for r in rejected]
+    for broker_id, offline_dirs, replica_dirs, offline_partitions in state.get("log_dirs", ()):
+        server = cluster.brokers[broker_id]
+        server.offline_dirs = set(offline_dirs)
+        server.replica_dirs = {tuple(tp): d for tp, d in replica_dirs}
+        server.dir_counts = dict.fromkeys((d for d in server.log_dirs if d not in server.offline_dirs), 0)
+        for d in server.replica_dirs.values():
+            server.dir_counts[d] += 1
+        server.offline_partitions = {tuple(tp) for tp in offline_partitions}
     cluster.journal.restore(state["next_offset"], state["cause_offset"], state["now"])
     return cluster

@@ -29,6 +29,8 @@ DEFAULTS: dict[str, str] = {
     "replica.fetch.wait.max.ms": "500",
     "inter.broker.protocol.version": "3.7",
 }
+# Kafka's log.dir default: the only log directory when log.dirs (default null: not in DEFAULTS) is not set.
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 
 
 class ConfigError(ValueError):
@@ -73,10 +75,29 @@ class KafkaConfig(Mapping[str, str]):
         return KafkaConfig({**self._values, **overrides})
 
     @property
+    def log_dirs(self) -> tuple[str, ...]:
+        """KafkaConfig.logDirs: ``log.dirs`` (comma-separated) if set, else ``log.dir`` (default /tmp/kafka-logs)."""
+        value = self._values.get("log.dirs") or self._values.get("log.dir") or DEFAULT_LOG_DIR
+        return tuple(d.strip() for d in value.split(",") if d.strip())
+
+    @property
     def leader_recovery_supported(self) -> bool:
         """IBP >= 3.2-IV0: unclean leaders start RECOVERING (KIP-704)."""
         major, minor = (int(x) for x in self._values["inter.broker.protocol.version"].split("-")[0].split(".")[:2])
         return (major, minor) >= (3, 2)
+
+    @property
+    def halt_broker_on_log_dir_failure(self) -> bool:
+        """IBP < 1.0-IV0: a broker halts on any log directory failure (ReplicaManager's LogDirFailureHandler)."""
+        major, minor = (int(x) for x in self._values["inter.broker.protocol.version"].split("-")[0].split(".")[:2])
+        return (major, minor) < (1, 0)
+
+    @property
+    def leader_and_isr_topic_ids(self) -> bool:
+        """IBP >= 2.8-IV1: LeaderAndIsr v5+, whose responses name topics by id (LeaderAndIsrResponse.partitionErrors
+        drops the topics the controller no longer has an id for)."""
+        major, minor = (int(x) for x in self._values["inter.broker.protocol.version"].split("-")[0].split(".")[:2])
+        return (major, minor) >= (2, 8)
 
     @property
     def alter_partition_supported(self) -> bool:

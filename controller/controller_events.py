@@ -138,6 +138,29 @@ class AlterPartitionReceived(ControllerEvent):
         return f"AlterPartitionReceived(broker={self.broker_id}, partitions={len(self.partitions)})"
 
 
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr request (the request batch's callback puts it, as Kafka's
+    ControllerBrokerRequestBatch.handleLeaderAndIsrResponse does): ``error`` for the whole request,
+    ``partition_errors`` {(topic, partition): error name}."""
+    __slots__ = ("broker_id", "error", "partition_errors")
+    state = ControllerState.LeaderAndIsrResponseReceived
+
+    def __init__(self, broker_id: int, error: str, partition_errors: dict):
+        self.broker_id = broker_id
+        self.error = error
+        self.partition_errors = partition_errors
+
+    def __repr__(self) -> str:
+        return (f"LeaderAndIsrResponseReceived({self.broker_id}, {self.error}, "
+                f"{len(self.partition_errors)} partitions)")
+
+
+class LogDirEventNotification(_Singleton):
+    """The children of ``/log_dir_event_notification`` changed (a broker's log directory failed)."""
+    __slots__ = ()
+    state = ControllerState.LogDirChange
+
+
 class UncleanLeaderElectionEnable(_Singleton):
     """The broker default ``unclean.leader.election.enable`` was turned on."""
     __slots__ = ()

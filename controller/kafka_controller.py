@@ -22,17 +22,18 @@ from controller.context import ControllerContext
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, AUTO_TRIGGERED, BROKER_NOT_AVAILABLE, ELECTION_NOT_NEEDED, ELECTION_TYPE_NAMES,
     ELIGIBLE_LEADERS_NOT_AVAILABLE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_TOPIC_EXCEPTION,
-    INVALID_UPDATE_VERSION, NONE, NOT_CONTROLLER, PREFERRED, PREFERRED_LEADER_NOT_AVAILABLE, STALE_BROKER_EPOCH,
-    UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, ZK_TRIGGERED, AlterPartitionReceived, AlterPartitionResponse,
-    AutoPreferredReplicaLeaderElection, BrokerChange, BrokerModifications, ControlledShutdown, ControllerChange,
-    Expire, IsrChangeNotification, PartitionModifications, Reelect, RegisterBrokerAndReelect, ReplicaLeaderElection,
+    INVALID_UPDATE_VERSION, KAFKA_STORAGE_ERROR, NONE, NOT_CONTROLLER, PREFERRED, PREFERRED_LEADER_NOT_AVAILABLE,
+    STALE_BROKER_EPOCH, UNKNOWN_SERVER_ERROR, UNKNOWN_TOPIC_OR_PARTITION, ZK_TRIGGERED, AlterPartitionReceived,
+    AlterPartitionResponse, AutoPreferredReplicaLeaderElection, BrokerChange, BrokerModifications, ControlledShutdown,
+    ControllerChange, Expire, IsrChangeNotification, LeaderAndIsrResponseReceived, LogDirEventNotification,
+    PartitionModifications, Reelect, RegisterBrokerAndReelect, ReplicaLeaderElection,
     Startup, TopicChange, TopicUncleanLeaderElectionEnable, UncleanLeaderElectionEnable, ApiPartitionReassignment,
     ListPartitionReassignments, PartitionReassignmentIsrChange, TopicDeletion, TopicDeletionStopReplicaResponseReceived,
     ZkPartitionReassignment,
 )
 from controller.partition_reassignment import REASSIGN_PARTITIONS_PATH, REASSIGNMENT_IN_PROGRESS, PartitionReassignmentMixin
 from controller.topic_deletion_manager import TopicDeletionManager
-from controller.zk_data import topic_partition_state_path
+from controller.zk_data import LOG_DIR_EVENT_NOTIFICATION_PATH, topic_partition_state_path
 from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from controller.scheduler import ControllerScheduler
@@ -154,13 +155,15 @@ class KafkaController(PartitionReassignmentMixin):
         self.context = ControllerContext()
         self.channel = ControllerChannel(send)
         on_deleted = self._on_topic_deletion_stop_replica_response
-        self.request_batch = ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted)
+        on_lai = self._on_leader_and_isr_response
+        self.request_batch = ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted,
+                                                          on_lai)
         self.replica_state_machine = ReplicaStateMachine(
             broker_id, self.context, zk,
-            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted), journal)
+            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted, on_lai), journal)
         self.partition_state_machine = PartitionStateMachine(
             broker_id, self.context, zk,
-            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted),
+            ControllerBrokerRequestBatch(broker_id, self.context, journal, self.channel, on_deleted, on_lai),
             journal, broker_config=config, topic_configs=self._topic_configs,
             leader_recovery_supported=config.leader_recovery_supported)
         self.event_manager = ControllerEventManager(broker_id, self, clock)
@@ -177,6 +180,8 @@ class KafkaController(PartitionReassignmentMixin):
         self._broker_change_handler = _Handler(BROKER_IDS_PATH, put, on_child_change=BrokerChange)
         self._topic_change_handler = _Handler(TOPICS_PATH, put, on_child_change=TopicChange)
         self._isr_change_handler = _Handler(ISR_CHANGE_NOTIFICATION_PATH, put, on_child_change=IsrChangeNotification)
+        self._log_dir_event_notification_handler = _Handler(LOG_DIR_EVENT_NOTIFICATION_PATH, put,
+                                                            on_child_change=LogDirEventNotification)
         self._preferred_replica_election_handler = _Handler(
             PREFERRED_REPLICA_ELECTION_PATH, put, on_create=lambda: ReplicaLeaderElection(None, PREFERRED, ZK_TRIGGERED))
         self._partition_reassignment_handler = _Handler(REASSIGN_PARTITIONS_PATH, put,
@@ -202,6 +207,8 @@ class KafkaController(PartitionReassignmentMixin):
             AutoPreferredReplicaLeaderElection: lambda e: self._process_auto_preferred_replica_leader_election(),
             TopicDeletion: lambda e: self._process_topic_deletion(),
             TopicDeletionStopReplicaResponseReceived: self._process_topic_deletion_stop_replica_response_received,
+            LeaderAndIsrResponseReceived: self._process_leader_and_isr_response_received,
+            LogDirEventNotification: lambda e: self._process_log_dir_event_notification(),
             ZkPartitionReassignment: lambda e: self._process_zk_partition_reassignment(),
             ApiPartitionReassignment: self._process_api_partition_reassignment,
             PartitionReassignmentIsrChange: self._process_partition_reassignment_isr_change,
@@ -275,7 +282,7 @@ class KafkaController(PartitionReassignmentMixin):
 
     def _child_handler_for(self, path: str) -> _Handler:
         for handler in (self._broker_change_handler, self._topic_change_handler, self._isr_change_handler,
-                        self._topic_deletion_handler):
+                        self._topic_deletion_handler, self._log_dir_event_notification_handler):
             if handler.path == path:
                 return handler
         raise ValueError(f"no child handler for {path}")
@@ -387,11 +394,13 @@ class KafkaController(PartitionReassignmentMixin):
     def _on_controller_failover(self) -> None:
         self._log.info("Registering handlers")
         for handler in (self._broker_change_handler, self._topic_change_handler, self._topic_deletion_handler,
-                        self._isr_change_handler):
+                        self._log_dir_event_notification_handler, self._isr_change_handler):
             self.zk.register_znode_child_change_handler(handler)
         self.zk.register_znode_change_handler_and_check_existence(self._preferred_replica_election_handler)
         self.zk.register_znode_change_handler_and_check_existence(self._partition_reassignment_handler)
         epoch_zk_version = self.context.epoch_zk_version
+        # Kafka reads the pending notifications (re-arming the child watch) and deletes them unprocessed: the
+        # LeaderAndIsr requests replicaStateMachine.startup() sends below find the offline replicas anyway.
         self._log.info("Deleting log dir event notifications")
         self.zk.delete_log_dir_event_notifications(self.zk.get_all_log_dir_event_notifications(), epoch_zk_version)
         self._log.info("Deleting isr change notifications")
@@ -456,8 +465,8 @@ class KafkaController(PartitionReassignmentMixin):
 
     def _on_controller_resignation(self) -> None:
         ctx = self.context
-        for handler in (self._isr_change_handler, self._broker_change_handler, self._topic_change_handler,
-                        self._topic_deletion_handler):
+        for handler in (self._isr_change_handler, self._log_dir_event_notification_handler,
+                        self._broker_change_handler, self._topic_change_handler, self._topic_deletion_handler):
             self.zk.unregister_znode_child_change_handler(handler.path)
         self.zk.unregister_znode_change_handler(REASSIGN_PARTITIONS_PATH)
         self._unregister_partition_reassignment_isr_change_handlers()
@@ -510,6 +519,58 @@ class KafkaController(PartitionReassignmentMixin):
         if new or bounced or dead:
             self._log.info(f"Updated broker epochs cache: {dict(sorted(ctx.live_broker_epochs.items()))}")
             self._emit_live_brokers()
+
+    # --- log directory failures (§3: LogDirEventNotification, LeaderAndIsrResponseReceived) ---------------
+    def _process_log_dir_event_notification(self) -> None:
+        """Kafka's processLogDirEventNotification: the brokers named by the notifications, then delete them."""
+        if not self.is_active:
+            return
+        sequence_numbers = self.zk.get_all_log_dir_event_notifications()
+        try:
+            self._on_broker_log_dir_failure(self.zk.get_broker_ids_from_log_dir_events(sequence_numbers))
+        finally:
+            self.zk.delete_log_dir_event_notifications(sequence_numbers, self.context.epoch_zk_version)
+
+    def _on_broker_log_dir_failure(self, broker_ids: list[int]) -> None:
+        """Kafka's onBrokerLogDirFailure: LeaderAndIsr for every replica on those brokers (OnlineReplica); the
+        replicas on an offline log directory answer KAFKA_STORAGE_ERROR (LeaderAndIsrResponseReceived)."""
+        self._log.info(f"Handling log directory failure for brokers {','.join(map(str, broker_ids))}")
+        self.replica_state_machine.handle_state_changes(self.context.replicas_on_brokers(set(broker_ids)),
+                                                        ONLINE_REPLICA)
+
+    def _on_leader_and_isr_response(self, broker_id: int, error: str, partition_errors: dict) -> None:
+        """A LeaderAndIsr response (the request batches' callback): queue it as Kafka does."""
+        self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, error, partition_errors))
+
+    def _process_leader_and_isr_response_received(self, event: LeaderAndIsrResponseReceived) -> None:
+        """Kafka's processLeaderAndIsrResponseReceived: KAFKA_STORAGE_ERROR partitions are on an offline log
+        directory of the broker, NONE ones are not; the newly offline replicas go offline."""
+        if not self.is_active:
+            return
+        broker_id = event.broker_id
+        if event.error != NONE:
+            self._log.error(f"Received error {event.error} in LeaderAndIsr response from broker {broker_id}")
+            return
+        ctx = self.context
+        errors = event.partition_errors
+        previous = ctx.replicas_on_offline_dirs.get(broker_id, set())
+        if not previous and KAFKA_STORAGE_ERROR not in errors.values():
+            return  # nothing offline before or now: nothing changes (the common case, checked cheaply)
+        if self.config.leader_and_isr_topic_ids:
+            # v5+ responses name topics by id: those the controller no longer has an id for are dropped.
+            topics = ctx.topics
+            errors = {tp: e for tp, e in errors.items() if tp[0] in topics}
+        offline = {tp for tp, e in errors.items() if e == KAFKA_STORAGE_ERROR}
+        online = {tp for tp, e in errors.items() if e == NONE}
+        current = (previous - online) | offline
+        if current:
+            ctx.replicas_on_offline_dirs[broker_id] = current
+        else:
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
+        new_offline = sorted(current - previous)
+        if new_offline:
+            self._log.info(f"Mark replicas {_tps(new_offline)} on broker {broker_id} as offline")
+            self.on_replicas_become_offline([(t, p, broker_id) for t, p in new_offline])
 
     def _on_broker_startup(self, new_brokers: list[int]) -> None:
         ctx = self.context

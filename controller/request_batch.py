@@ -90,7 +90,8 @@ class ControllerBrokerRequestBatch:
     """Collects requests for one round of state changes, then sends them per broker."""
 
     def __init__(self, controller_id: int, context, journal, channel: ControllerChannel,
-                 on_topic_deletion_stop_replica_response: Callable[[int, str, dict], object] | None = None):
+                 on_topic_deletion_stop_replica_response: Callable[[int, str, dict], object] | None = None,
+                 on_leader_and_isr_response: Callable[[int, str, dict], object] | None = None):
         self.controller_id = controller_id
         self.context = context
         self.journal = journal
@@ -98,6 +99,9 @@ class ControllerBrokerRequestBatch:
         # Called with (broker id, request error, {tp: error}) for StopReplica(delete=true) responses of
         # partitions whose topic deletion is in progress (Kafka enqueues TopicDeletionStopReplicaResponseReceived).
         self.on_topic_deletion_stop_replica_response = on_topic_deletion_stop_replica_response
+        # Called with (broker id, request error, {tp: error}) for every LeaderAndIsr response (Kafka enqueues
+        # LeaderAndIsrResponseReceived: KAFKA_STORAGE_ERROR marks replicas on offline log directories).
+        self.on_leader_and_isr_response = on_leader_and_isr_response
         self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
         self.stop_replica_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
         self.update_metadata_brokers: set[int] = set()
@@ -232,7 +236,10 @@ class ControllerBrokerRequestBatch:
                 continue
             recs = self._emit_partitions(LeaderAndIsrPartition, (broker,), self.leader_and_isr_requests[broker])
             leaders = sum(1 for rec in recs if rec.leader == broker)
-            self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent)
+            callback = None
+            if self.on_leader_and_isr_response is not None:
+                callback = self._leader_and_isr_callback(broker)
+            self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent, callback)
 
     def _send_update_metadata(self, epoch: int, sent: list) -> None:
         live = self.context.live_broker_epochs
@@ -256,6 +263,11 @@ class ControllerBrokerRequestBatch:
                 deleted = {(rec.topic, rec.partition) for rec in recs if rec.delete_partition}
                 callback = self._stop_replica_callback(broker, deleted)
             self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent, callback)
+
+    def _leader_and_isr_callback(self, broker: int) -> Callable[[BrokerResponse], None]:
+        def on_response(response: BrokerResponse) -> None:
+            self.on_leader_and_isr_response(broker, response.error, response.partition_errors)
+        return on_response
 
     def _stop_replica_callback(self, broker: int, deleted: set) -> Callable[[BrokerResponse], None]:
         def on_response(response: BrokerResponse) -> None:

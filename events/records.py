@@ -322,6 +322,21 @@ class LeaderElectionRequested(NamedTuple):
     partitions: tuple | None   # ((topic, partition), ...) or None for all
 
 
+class LogDirFailed(NamedTuple):
+    """A log directory of a running broker failed (``log_dir``, one of its ``log.dirs``): the broker takes
+    the replicas in it offline (KAFKA_STORAGE_ERROR) and writes a ``/log_dir_event_notification``; with no
+    log directory left (or an inter-broker protocol before 1.0) it halts instead, as a kill -9 does."""
+    kind: int
+    v: int
+    offset: int
+    controller_id: int
+    controller_epoch: int
+    timestamp_ms: int
+    cause_offset: int
+    broker_id: int
+    log_dir: str
+
+
 class SimulationStarted(NamedTuple):
     """A simulation began (``sim.simulation``): the scenario as written, where it was read from, and the seed.
     ``kcontroller replay`` runs the same scenario with the same seed again and compares every record."""
@@ -708,6 +723,7 @@ KINDS: dict[int, type] = {
     14: BrokerStopped,
     15: ReassignmentRequested,
     16: LeaderElectionRequested,
+    17: LogDirFailed,
     18: SimulationStarted,
     40: ControllerElected,
     41: ReplicaTransition,
@@ -746,7 +762,7 @@ KIND_BY_NAME = {cls.__name__: code for code, cls in KINDS.items()}
 Record = (BrokerStarted | BrokerSessionExpired | TopicCreated | PartitionsAdded
           | TopicDeletionRequested | ConfigChanged | ControlledShutdownRequested | BrokerKilled | ClockAdvanced
           | AlterPartitionRequested | IsrChangeNotified | BrokerModified | ClusterCreated | BrokerStopped
-          | ReassignmentRequested | LeaderElectionRequested | ControllerElected
+          | ReassignmentRequested | LeaderElectionRequested | LogDirFailed | ControllerElected
           | ReplicaTransition | PartitionTransition | TransitionFailed | LeaderAndIsrPartition
           | UpdateMetadataPartition | StopReplicaPartition | RequestSent | LeaderAndIsrUpdated | ControllerResigned
           | LiveBrokersChanged | StateDigest | ClusterSnapshot | ViewSnapshot | ControlledShutdownResponded

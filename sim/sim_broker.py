@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from controller.controller_events import NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
+from controller.controller_events import KAFKA_STORAGE_ERROR, NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
@@ -177,7 +177,11 @@ class SimBroker:
         for p in request.partitions:
             tp = (p.topic, p.partition)
             cur = self.partitions.get(tp)
-            if cur is None or p.leader_epoch > cur[1]:
+            rep = self.sim.replication.replicas.get(self.broker_id, {}).get(tp)
+            if rep is not None and rep.offline:
+                # ReplicaManager checks the log directory before the leader epoch.
+                errors[tp] = KAFKA_STORAGE_ERROR
+            elif cur is None or p.leader_epoch > cur[1]:
                 self.partitions[tp] = (p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)
                 errors[tp] = self.sim.replication.become_leader_or_follower(self.broker_id, p)
             else:

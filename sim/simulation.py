@@ -37,7 +37,7 @@ from controller.controller_events import (
     UncleanLeaderElectionEnable,
 )
 from events.records import (
-    AlterPartitionRequested, BrokerKilled, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
+    AlterPartitionRequested, BrokerKilled, LogDirFailed, BrokerSessionExpired, BrokerStarted, BrokerStopped, ClusterCreated, ConfigChanged,
     ControlledShutdownRequested, LeaderElectionRequested, PartitionsAdded, ReassignmentRequested, SimulationStarted,
     SimulationSummary, TopicCreated, TopicDeletionRequested,
 )
@@ -531,10 +531,10 @@ class Simulation:
         if d is None:
             d = next((x for x in self.log_dirs if x not in failed), self.log_dirs[0])
         failed.add(d)
+        self._input(LogDirFailed, b, d)
         self.replication.log_dir_failed(b, d)
         if all(x in failed for x in self.log_dirs):
             _log.info("Shutdown broker because all log dirs have failed", broker_id=b, log_dir=d)
-            self._input(BrokerKilled, b)
             broker.kill()
             return
         broker.zk.propagate_log_dir_event(b)

@@ -16,7 +16,8 @@ Translations used throughout:
   itself, put on the controller, for a broker that is not running).
 
 Scenarios of later work (controlled shutdown, reassignment, topic deletion, preferred elections,
-log dir failures, feature versioning, topic ids, KRaft migration) are not ported here.
+log dir failures, feature versioning, topic ids, KRaft migration) are not ported here (the log dir
+failure ones are in test_log_dir_failure.py).
 
 The last test runs random histories (kills, restarts, session expiries, clock advances, topic
 creations, partition additions, topic config changes, AlterPartition requests) and checks the
