@@ -1,0 +1,620 @@
+"""Audit rows from our own msgpack event logs: the in-process reader, shared with the Spark reader.
+
+``iter_log_rows(log_dir)`` streams :class:`audit.rows.AuditRow` rows from one log directory in
+log order; ``read_log_rows(paths)`` does it for many directories and globs of directories.
+``discover_segments(paths)`` lists the segment files behind those paths, one
+:class:`SegmentRef` each, for :mod:`audit.spark_source` (one Spark input partition per segment).
+
+How a log is read
+- Segments and batches are read and checksum-verified by :func:`events.segment.scan_segment`,
+  the same scanner :class:`events.log.LogReader` uses, so the same damage raises the same
+  ``LogCorruptError(path, position)``. A segment also checks that the next segment's base
+  offset (from its file name) continues its own end offset, so a missing or truncated segment
+  is caught even when each segment is read on its own (by a separate Spark task).
+- Payloads are decoded with a msgpack ``Unpacker`` straight to plain tuples (no record
+  classes); every record's byte position is taken on the way. A batch's records are checked
+  for kind, schema version, field count and offsets with whole-batch operations; a batch that
+  fails is decoded again with :meth:`events.segment.Batch.records`, which raises the precise
+  ``LogRecordError`` (segment, batch position, record offset).
+- Kinds that no audit row needs are dropped right after that check, before any per-record
+  work; a batch holding none of the mapped kinds costs only the decode and the check.
+- Rows are built column by column per kind over chunks of records (:func:`chunk_columns`;
+  about a batch at a time here, 64k records for the Spark reader); the same columns become
+  AuditRow tuples here and Arrow record batches in the Spark reader, so both readers produce
+  the same rows by construction.
+- A record whose fields decode but cannot be a row (a TransitionFailed entity other than
+  replica/partition, a malformed assignment; on Spark also a value outside its column's type)
+  raises :class:`RowError`, a ``LogRecordError`` naming the segment and the record's byte.
+- A torn tail (an incomplete last batch of the last segment: a crash mid-write, or a writer
+  still appending) ends the log cleanly, as in ``LogReader``: the rows before it are produced,
+  the tail is ignored and recorded in :attr:`ReadStats.torn_tails`. Nothing is modified.
+
+Mapping (record kind -> row kind)
+- ReplicaTransition -> replica_transition; PartitionTransition -> partition_transition, with
+  ``unclean`` = (election == ELECTION_OFFLINE_UNCLEAN), None when there was no election
+  (ELECTION_NONE), and leader / leader_epoch / isr None while the partition has no leadership
+  information (``leader_epoch == -1``: NewPartition); TransitionFailed -> transition_failed
+  (``error`` = Kafka's exception class, the message is not carried); LeaderAndIsrUpdated ->
+  leader_and_isr_updated (``replica`` = the replica removed from the ISR, -1 unless the update
+  removed one); ControllerElected -> controller_elected; TopicDeletionRequested /
+  TopicDeletionCompleted -> topic_deletion_requested / _completed (partition -1).
+- TopicCreated and PartitionsAdded -> topic_created, **one row per partition** with its
+  assigned replicas in ``replicas`` (a topic created with no partition gives one row with
+  partition -1), so the checks can tell which partitions exist and hold which replicas.
+- ``run_id`` = the log directory as given, normalised (``os.path.normpath``); ``source`` =
+  ``os.path.join(run_id, segment file name)``; ``position`` = the byte offset in the segment
+  file where the record's msgpack array starts (records are framed and checksummed per batch;
+  :func:`record_at` finds and verifies the batch around a position); ``seq`` = the record's
+  log offset; ``time_ms`` = its timestamp.
+- ``controller_epoch`` is -1 ("not known") when the record names no controller
+  (``controller_id == -1``; the log writes epoch 0 there).
+"""
+from __future__ import annotations
+
+import gc
+import glob as _glob
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
+from typing import NamedTuple
+
+import msgpack
+
+from audit.rows import (
+    CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
+    AuditRow,
+)
+from events import records as R
+from events.log import list_segments
+from events.segment import (
+    BATCH_HEADER, BATCH_HEADER_SIZE, SEGMENT_HEADER_SIZE, Batch, LogCorruptError, LogError, LogNotFoundError,
+    LogRecordError, TornTail, crc32c, scan_segment,
+)
+
+__all__ = [
+    "CHUNK_RECORDS", "LOCAL_CHUNK_RECORDS", "MAPPED_KINDS", "Chunk", "Const", "ReadStats", "RowError", "SegmentChunks",
+    "SegmentRef", "chunk_columns", "chunk_rows", "discover_segments", "gc_paused", "iter_log_rows",
+    "iter_segment_chunks", "read_log_rows", "record_at", "resolve_log_dirs", "segment_row_lists", "segment_rows",
+]
+
+CHUNK_RECORDS = 65536
+"""Records decoded before their rows are built into one Arrow batch per kind (the Spark reader)."""
+LOCAL_CHUNK_RECORDS = 1000
+"""The same for AuditRow tuples in process: about a batch at a time (measured faster than larger
+chunks, which leave the processor cache)."""
+
+# Record kind code -> row kind.
+MAPPED_KINDS: dict[int, str] = {
+    R.ReplicaTransition.KIND: REPLICA_TRANSITION,
+    R.PartitionTransition.KIND: PARTITION_TRANSITION,
+    R.TransitionFailed.KIND: TRANSITION_FAILED,
+    R.LeaderAndIsrUpdated.KIND: LEADER_AND_ISR_UPDATED,
+    R.ControllerElected.KIND: CONTROLLER_ELECTED,
+    R.TopicCreated.KIND: TOPIC_CREATED,
+    R.PartitionsAdded.KIND: TOPIC_CREATED,
+    R.TopicDeletionRequested.KIND: TOPIC_DELETION_REQUESTED,
+    R.TopicDeletionCompleted.KIND: TOPIC_DELETION_COMPLETED,
+}
+
+# Every valid (kind, schema version, field count) of a record.
+_SHAPES = frozenset((code, R.SCHEMA_VERSION, len(cls._fields)) for code, cls in R.KINDS.items())
+_ENTITY_NAMES = {R.ENTITY_REPLICA: ENTITY_REPLICA, R.ENTITY_PARTITION: ENTITY_PARTITION}
+_LIST_COLUMNS = (AuditRow._fields.index("isr"), AuditRow._fields.index("replicas"))
+_GLOB_MAGIC = re.compile(r"[*?[]")
+
+_kind_of = itemgetter(0)
+_version_of = itemgetter(1)
+_offset_of = itemgetter(2)
+_seq_of = itemgetter(3)
+_new_row = partial(tuple.__new__, AuditRow)
+
+
+class RowError(LogRecordError):
+    """A record that decodes but cannot become an audit row; ``position`` is the record's byte."""
+
+    def __init__(self, path: str, position: int, offset: int | None, reason: str):
+        super().__init__(path, position, offset, reason)
+        where = f" (record offset {offset})" if offset is not None else ""
+        self.args = (f"event log segment {path}, record at byte {position}{where}: {reason}",)
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __reduce__(self):
+        return type(self), (self.path, self.position, self.offset, self.reason)
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding logs and segments
+# ---------------------------------------------------------------------------------------------
+
+class SegmentRef(NamedTuple):
+    """One segment file of one log, as a unit of reading (a Spark input partition)."""
+    run_id: str                  # the log directory as given, normalised
+    path: str                    # run_id joined with the file name: the rows' ``source``
+    base_offset: int             # from the file name
+    next_base_offset: int | None  # base offset of the directory's next segment; None for the last one
+    file: str                    # absolute path, for opening (readers may run in another working directory)
+
+
+def resolve_log_dirs(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[str]:
+    """Log directories named by ``paths`` (directories, or globs matching directories), normalised.
+
+    A path without glob characters must be an existing directory (``LogNotFoundError``
+    otherwise); a glob must match at least one directory (files it matches are ignored; ``**``
+    matches any depth). Matches are sorted per glob; a directory named twice is kept once, at
+    its first place.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    out: list[str] = []
+    seen: set[str] = set()
+    for p in paths:
+        p = os.fspath(p)
+        if _GLOB_MAGIC.search(p):
+            found = sorted(m for m in _glob.glob(p, recursive=True) if os.path.isdir(m))
+            if not found:
+                raise LogNotFoundError(f"no event log directory matches {p}")
+        elif os.path.isdir(p):
+            found = [p]
+        else:
+            problem = "is not a directory" if os.path.exists(p) else "does not exist"
+            raise LogNotFoundError(f"event log directory {p} {problem}")
+        for d in found:
+            d = os.path.normpath(d)
+            key = os.path.realpath(d)
+            if key not in seen:
+                seen.add(key)
+                out.append(d)
+    return out
+
+
+def _log_segments(run_id: str) -> list[SegmentRef]:
+    segments = list_segments(run_id)
+    absolute = os.path.abspath(run_id)
+    refs = []
+    for i, (path, base) in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        name = os.path.basename(path)
+        refs.append(SegmentRef(run_id, os.path.join(run_id, name), base, next_base, os.path.join(absolute, name)))
+    return refs
+
+
+def discover_segments(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[SegmentRef]:
+    """Every segment of every log directory named by ``paths`` (see :func:`resolve_log_dirs`),
+    in directory order then offset order. An empty directory contributes none."""
+    return [ref for run_id in resolve_log_dirs(paths) for ref in _log_segments(run_id)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading statistics
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class ReadStats:
+    """What a reading saw. Pass one to the readers to have it filled in (it accumulates)."""
+    logs: int = 0
+    segments: int = 0
+    batches: int = 0
+    bytes: int = 0                # batch bytes read (headers and payloads)
+    records: int = 0
+    rows: int = 0
+    records_by_kind: Counter = field(default_factory=Counter)   # record class name -> records read
+    torn_tails: list[TornTail] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> int:
+        """Records of kinds that give no audit row."""
+        names = {R.KINDS[k].__name__ for k in MAPPED_KINDS}
+        return sum(n for name, n in self.records_by_kind.items() if name not in names)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decoding a segment into chunks of mapped records
+# ---------------------------------------------------------------------------------------------
+
+class Chunk(NamedTuple):
+    """Mapped records of up to ~CHUNK_RECORDS consecutive records of one segment."""
+    ref: SegmentRef
+    groups: dict      # kind code -> (positions list, records list), each in log order
+    records: int      # records decoded (mapped or not)
+
+
+def _decode_batch(batch: Batch) -> tuple[list, list]:
+    """(positions, records) of a verified batch: records as plain tuples, positions as byte
+    offsets in the segment. Checks every record's shape and offset (LogRecordError)."""
+    payload = batch.payload
+    n = batch.record_count
+    recs: list = []
+    try:
+        unpacker = msgpack.Unpacker(use_list=False, raw=False, max_buffer_size=max(len(payload), 1 << 20))
+        unpacker.feed(payload)
+        if unpacker.read_array_header() != n:
+            raise ValueError
+        tell, unpack, keep = unpacker.tell, unpacker.unpack, recs.append
+        start = tell()
+        # Each record's end position (tell() runs after the unpack in the condition); no
+        # per-record tuple is allocated.
+        ends = [tell() for _ in range(n) if keep(unpack()) is None]
+        if ends[-1] != len(payload):
+            raise ValueError
+        base = batch.base_offset
+        if list(map(_offset_of, recs)) != list(range(base, base + n)) \
+                or not set(zip(map(_kind_of, recs), map(_version_of, recs), map(len, recs))) <= _SHAPES:
+            raise ValueError
+    except Exception:  # msgpack errors, a record that is not an array, a bad shape: say exactly what
+        batch.records()  # raises LogRecordError naming the batch and the record
+        raise LogRecordError(batch.path, batch.position, None,
+                             "payload is not one msgpack array of record arrays") from None
+    ends.pop()
+    ends.insert(0, start)
+    return list(map((batch.position + BATCH_HEADER_SIZE).__add__, ends)), recs
+
+
+class _Scan:
+    """The state of reading one segment: its batch scanner, counts and, at the end, its SegmentEnd."""
+    __slots__ = ("batches", "end", "error", "kinds", "nbytes", "scan")
+
+    def __init__(self, scan):
+        self.scan = scan
+        self.batches = self.nbytes = 0
+        self.kinds = Counter()
+        self.end = None
+        self.error: LogError | None = None   # damage found after a chunk's first batches: raised next
+
+
+def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | None:
+    groups: dict = {}
+    pending = 0
+    scan, kinds = state.scan, state.kinds
+    if state.error is not None:
+        raise state.error
+    while pending < chunk_records:
+        try:
+            batch = next(scan)
+            positions, recs = _decode_batch(batch)
+        except StopIteration as stop:
+            state.end = stop.value
+            break
+        except LogError as exc:
+            if not pending:
+                raise
+            state.error = exc  # hand out the rows before the damage first, as LogReader does
+            break
+        state.batches += 1
+        state.nbytes += BATCH_HEADER_SIZE + len(batch.payload)
+        present = Counter(map(_kind_of, recs))
+        kinds.update(present)
+        pending += len(recs)
+        wanted = [k for k in present if k in MAPPED_KINDS]
+        if len(wanted) == 1 and len(present) == 1:
+            _extend(groups, wanted[0], positions, recs)
+        else:
+            for k in wanted:
+                picked = [i for i, r in enumerate(recs) if r[0] == k]
+                _extend(groups, k, map(positions.__getitem__, picked), map(recs.__getitem__, picked))
+    return Chunk(ref, groups, pending) if pending else None
+
+
+class SegmentChunks:
+    """Iterator over the chunks of one segment's mapped records, after checksum and shape checks.
+
+    Raises LogCorruptError / LogRecordError at the first damage (after the chunks before it).
+    A torn tail ends the segment if it is the log's last one (then recorded in ``stats``); the
+    next segment's base offset must continue this one's end offset. It keeps no reference to
+    a chunk it has returned, so a caller that drops the chunk frees its records at once.
+    """
+
+    def __init__(self, ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None):
+        self.ref = ref
+        self.chunk_records = chunk_records
+        self.stats = stats
+        self._state = _Scan(scan_segment(ref.file, ref.base_offset, is_last=ref.next_base_offset is None))
+        self._finished = False
+
+    def __iter__(self) -> SegmentChunks:
+        return self
+
+    def __next__(self) -> Chunk:
+        if self._finished:
+            raise StopIteration
+        state = self._state
+        if state.end is None:  # (also when a stored error is pending: _next_chunk raises it)
+            chunk = _next_chunk(state, self.ref, self.chunk_records)
+            if chunk is not None:
+                return chunk
+        self._finished = True
+        self._finish()
+        raise StopIteration
+
+    def _finish(self) -> None:
+        ref, state, stats = self.ref, self._state, self.stats
+        end = state.end
+        if stats is not None:
+            stats.segments += 1
+            stats.batches += state.batches
+            stats.bytes += state.nbytes
+            stats.records += sum(state.kinds.values())
+            stats.records_by_kind.update({R.KINDS[k].__name__: n for k, n in state.kinds.items()})
+            if end.torn is not None:
+                stats.torn_tails.append(end.torn)
+        if ref.next_base_offset is not None and end.end_offset != ref.next_base_offset:
+            following = os.path.join(os.path.dirname(ref.file), f"{ref.next_base_offset:020d}.kclog")
+            raise LogCorruptError(following, 0, f"segment base offset is {ref.next_base_offset}, but the previous "
+                                                f"segment ends at offset {end.end_offset} (offsets must be "
+                                                "consecutive)")
+
+
+def iter_segment_chunks(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS,
+                        stats: ReadStats | None = None) -> SegmentChunks:
+    """The chunks of a segment (see :class:`SegmentChunks`)."""
+    return SegmentChunks(ref, chunk_records, stats)
+
+
+@contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector for a bounded stretch of decoding.
+
+    Decoding allocates many thousands of tuples that stay alive until their rows are built;
+    each automatic collection would traverse them again (measured: reading took ~1.7x as long).
+    They hold only ints, strings and tuples, so no cycle can form. Callers decode a chunk,
+    build its rows and drop the records inside the pause, so the collector, re-enabled (if it
+    was enabled) on the way out, never sees them; no caller code runs while it is paused.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _extend(groups: dict, kind: int, positions, recs) -> None:
+    group = groups.get(kind)
+    if group is None:
+        groups[kind] = (list(positions), list(recs))
+    else:
+        group[0].extend(positions)
+        group[1].extend(recs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns: one mapping for both row tuples and Arrow batches
+# ---------------------------------------------------------------------------------------------
+
+class Const(NamedTuple):
+    """A column whose every row holds ``value``."""
+    value: object
+
+
+_NONE = Const(None)
+_MINUS_ONE = Const(-1)
+
+
+def _epochs(cids, epochs):
+    if -1 not in cids:
+        return epochs
+    return [-1 if c == -1 else e for c, e in zip(cids, epochs)]
+
+
+def _header(ref: SegmentRef, kind: str, positions, c) -> list:
+    """run_id .. time_ms: columns 0..7."""
+    return [Const(ref.run_id), Const(ref.path), positions, c[2], Const(kind), c[3], _epochs(c[3], c[4]), c[5]]
+
+
+def _replica_transitions(ref, positions, recs):
+    c = list(zip(*recs))
+    return _header(ref, REPLICA_TRANSITION, positions, c) + [
+        Const(ENTITY_REPLICA), c[7], c[8], c[9], c[10], c[11], _NONE, _NONE, _NONE, _NONE, _NONE, _NONE]
+
+
+def _partition_transitions(ref, positions, recs):
+    c = list(zip(*recs))
+    leader, leader_epoch, isr = c[12], c[13], c[14]
+    if -1 in leader_epoch:  # no leadership information yet: not known, rather than NoLeader
+        known = [e != -1 for e in leader_epoch]
+        leader = [x if k else None for x, k in zip(leader, known)]
+        isr = [x if k else None for x, k in zip(isr, known)]
+        leader_epoch = [x if k else None for x, k in zip(leader_epoch, known)]
+    unclean = [None if e == R.ELECTION_NONE else e == R.ELECTION_OFFLINE_UNCLEAN for e in c[17]]
+    return _header(ref, PARTITION_TRANSITION, positions, c) + [
+        Const(ENTITY_PARTITION), c[7], c[8], _MINUS_ONE, c[9], c[10], leader, leader_epoch, isr, c[11],
+        unclean, _NONE]
+
+
+def _transition_failures(ref, positions, recs):
+    c = list(zip(*recs))
+    try:
+        entity = list(map(_ENTITY_NAMES.__getitem__, c[7]))
+    except (KeyError, TypeError):
+        i = next(i for i, e in enumerate(c[7]) if e not in _ENTITY_NAMES)
+        raise RowError(ref.file, positions[i], recs[i][2],
+                       f"TransitionFailed names entity {recs[i][7]!r}, expected "
+                       f"{R.ENTITY_REPLICA} (replica) or {R.ENTITY_PARTITION} (partition)") from None
+    return _header(ref, TRANSITION_FAILED, positions, c) + [
+        entity, c[8], c[9], c[10], c[11], c[12], _NONE, _NONE, _NONE, _NONE, _NONE, c[13]]
+
+
+def _leader_and_isr_updates(ref, positions, recs):
+    c = list(zip(*recs))
+    return _header(ref, LEADER_AND_ISR_UPDATED, positions, c) + [
+        _NONE, c[7], c[8], c[15], _NONE, _NONE, c[9], c[10], c[11], _NONE, _NONE, _NONE]
+
+
+def _topic_level(kind: str, has_topic: bool = True):
+    def build(ref, positions, recs):
+        c = list(zip(*recs))
+        topic = c[7] if has_topic else _NONE
+        return _header(ref, kind, positions, c) + [
+            _NONE, topic, _MINUS_ONE, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE]
+    return build
+
+
+def _topics_created(ref, positions, recs):
+    # One row per partition. TopicCreated: assignment[i] = replicas of partition i;
+    # PartitionsAdded: assignment = ((partition, replicas), ...).
+    pos_out, rec_out, partitions, replicas = [], [], [], []
+    for pos, r in zip(positions, recs):
+        assignment = r[8]
+        try:
+            pairs = enumerate(assignment) if r[0] == R.TopicCreated.KIND else assignment
+            pairs = [(p, list(reps)) for p, reps in pairs]
+            if not all(type(p) is int for p, _ in pairs):
+                raise TypeError
+        except (TypeError, ValueError):
+            raise RowError(ref.file, pos, r[2], f"{R.KINDS[r[0]].__name__} has a malformed "
+                                                f"assignment: {assignment!r:.200}") from None
+        if not pairs:
+            pairs = [(-1, None)]
+        for p, reps in pairs:
+            pos_out.append(pos)
+            rec_out.append(r)
+            partitions.append(p)
+            replicas.append(reps)
+    c = list(zip(*(r[:8] for r in rec_out)))
+    return _header(ref, TOPIC_CREATED, pos_out, c) + [
+        _NONE, c[7], partitions, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, replicas, _NONE, _NONE]
+
+
+_BUILDERS = {
+    R.ReplicaTransition.KIND: _replica_transitions,
+    R.PartitionTransition.KIND: _partition_transitions,
+    R.TransitionFailed.KIND: _transition_failures,
+    R.LeaderAndIsrUpdated.KIND: _leader_and_isr_updates,
+    R.ControllerElected.KIND: _topic_level(CONTROLLER_ELECTED, has_topic=False),
+    R.TopicCreated.KIND: _topics_created,
+    R.PartitionsAdded.KIND: _topics_created,
+    R.TopicDeletionRequested.KIND: _topic_level(TOPIC_DELETION_REQUESTED),
+    R.TopicDeletionCompleted.KIND: _topic_level(TOPIC_DELETION_COMPLETED),
+}
+assert set(_BUILDERS) == set(MAPPED_KINDS)
+
+
+def chunk_columns(chunk: Chunk) -> list[tuple[int, list]]:
+    """Per record kind in the chunk: (row count, the 20 AuditRow columns). A column is a
+    :class:`Const` or a sequence of values (``isr``/``replicas`` values may be tuples or lists)."""
+    out = []
+    for kind, (positions, recs) in chunk.groups.items():
+        columns = _BUILDERS[kind](chunk.ref, positions, recs)
+        out.append((len(columns[2]), columns))
+    return out
+
+
+def _rows_of(n: int, columns: list) -> list[AuditRow]:
+    seqs = [repeat(c.value, n) if type(c) is Const else c for c in columns]
+    for i in _LIST_COLUMNS:
+        if type(columns[i]) is not Const:
+            seqs[i] = [v if v is None or type(v) is list else list(v) for v in columns[i]]
+    return list(map(_new_row, zip(*seqs)))
+
+
+def chunk_rows(chunk: Chunk) -> list[AuditRow]:
+    """The chunk's rows as AuditRow tuples, in log order."""
+    parts = chunk_columns(chunk)
+    if len(parts) == 1:
+        return _rows_of(*parts[0])
+    rows = []
+    for n, columns in parts:
+        rows.extend(_rows_of(n, columns))
+    rows.sort(key=_seq_of)  # stable: the rows of one record keep their order
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# The in-process reader
+# ---------------------------------------------------------------------------------------------
+
+def segment_rows(ref: SegmentRef, stats: ReadStats | None = None,
+                 chunk_records: int = LOCAL_CHUNK_RECORDS) -> Iterator[AuditRow]:
+    """AuditRows of one segment, in log order."""
+    for rows in segment_row_lists(ref, stats, chunk_records):
+        yield from rows
+
+
+def segment_row_lists(ref: SegmentRef, stats: ReadStats | None = None,
+                      chunk_records: int = LOCAL_CHUNK_RECORDS) -> Iterator[list[AuditRow]]:
+    """AuditRows of one segment, in log order, a list per chunk (for bulk consumers)."""
+    chunks = SegmentChunks(ref, chunk_records, stats)
+    while True:
+        with gc_paused():
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            rows = chunk_rows(chunk)
+            del chunk
+        if stats is not None:
+            stats.rows += len(rows)
+        if rows:
+            yield rows
+
+
+def iter_log_rows(log_dir: str | os.PathLike, stats: ReadStats | None = None) -> Iterator[AuditRow]:
+    """AuditRows of one log directory, in log order (see the module docstring for the mapping).
+
+    Raises LogNotFoundError if ``log_dir`` is not a directory, LogCorruptError / LogRecordError
+    at the first damage, after yielding the rows before it.
+    """
+    run_id = os.fspath(log_dir)
+    if not os.path.isdir(run_id):
+        problem = "is not a directory" if os.path.exists(run_id) else "does not exist"
+        raise LogNotFoundError(f"event log directory {run_id} {problem}")
+    refs = _log_segments(os.path.normpath(run_id))
+    if stats is not None:
+        stats.logs += 1
+    for ref in refs:
+        yield from segment_rows(ref, stats)
+
+
+def read_log_rows(paths: str | os.PathLike | Iterable[str | os.PathLike],
+                  stats: ReadStats | None = None) -> Iterator[AuditRow]:
+    """AuditRows of every log directory named by ``paths`` (directories and globs of
+    directories, see :func:`resolve_log_dirs`), one log after the other, each in log order.
+    The directories are resolved before the first row is produced."""
+    for run_id in resolve_log_dirs(paths):
+        yield from iter_log_rows(run_id, stats)
+
+
+# ---------------------------------------------------------------------------------------------
+# Going back to a record
+# ---------------------------------------------------------------------------------------------
+
+def record_at(path: str | os.PathLike, position: int):
+    """The record (an ``events.records`` object) whose msgpack array starts at byte ``position``
+    of segment ``path``: the ``source`` and ``position`` of an AuditRow.
+
+    Walks the segment's batch headers to the batch holding ``position``, verifies its
+    checksums and decodes it. Raises LogCorruptError on damage on the way, and LogError if no
+    record starts at ``position``.
+    """
+    path = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        pos = SEGMENT_HEADER_SIZE
+        while pos + BATCH_HEADER_SIZE <= size:
+            f.seek(pos)
+            header = f.read(BATCH_HEADER_SIZE)
+            base, count, length, first_ts, last_ts, payload_crc, header_crc = BATCH_HEADER.unpack(header)
+            if crc32c(header[:-4]) != header_crc:
+                raise LogCorruptError(path, pos, "batch header checksum mismatch")
+            end = pos + BATCH_HEADER_SIZE + length
+            if pos < position < end:
+                payload = f.read(length)
+                if len(payload) != length or crc32c(payload) != payload_crc:
+                    raise LogCorruptError(path, pos, "batch payload checksum mismatch or short payload")
+                batch = Batch(path, pos, base, count, first_ts, last_ts, payload)
+                positions, _ = _decode_batch(batch)
+                try:
+                    return batch.records()[positions.index(position)]
+                except ValueError:
+                    break
+            pos = end
+    raise LogError(f"event log segment {path}: no record starts at byte {position}")
+

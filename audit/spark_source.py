@@ -1,0 +1,256 @@
+"""Our msgpack event logs as a Spark DataFrame of audit rows: a PySpark Python Data Source (Spark 4).
+
+::
+
+    from audit.spark_source import read_logs_df
+    df = read_logs_df(spark, ["runs/*", "/data/other-run"])     # SPARK_DDL columns
+
+or, after ``register(spark)``::
+
+    spark.read.format("kcontroller").load("runs/run-1")             # or .load(["runs/*", "other"])
+    spark.read.format("kcontroller").option("paths", json.dumps(["runs/*", "other"])).load()
+
+Any number of log directories and globs of directories become one DataFrame in the shape of
+:mod:`audit.rows` (``SPARK_DDL``), with ``run_id`` naming the log each row came from. There is
+one input partition per segment file; a task decodes its segment's batches with
+:mod:`audit.log_rows` (the in-process reader: same checks, same errors, same rows) and hands
+them to Spark as Arrow record batches in :func:`audit.rows.arrow_schema`, about
+``batchRows`` (default 65536) records at a time, without going through Python row objects.
+
+Options
+- ``path`` (what ``load(path)`` sets) or ``paths`` (a JSON list; what ``load([...])`` sets):
+  log directories and globs, resolved by the planning worker (relative paths against its
+  working directory: that of the JVM). :func:`read_logs_df` resolves them in the calling
+  process instead and passes the segments themselves (option ``segments``), so relative paths
+  mean what they mean to the caller and a bad path raises a plain ``LogNotFoundError`` there.
+- ``batchRows``: records decoded per Arrow batch (default 65536).
+
+Python workers
+- They need pyarrow, msgpack and google-crc32c. On a ``local`` master with no
+  ``PYSPARK_PYTHON`` set, :func:`register` has the data source run this interpreter (not the
+  ``python3`` on PATH, which may lack them); elsewhere set ``PYSPARK_PYTHON``.
+- Our own packages (``events``, ``audit``) are shipped with the session by :func:`register`
+  (``ship_code=True``), so executors need no kcontroller installation.
+- On a cluster the segment files must be readable at the same absolute paths on every
+  executor (a shared file system).
+
+Errors: a damaged segment fails its task with the same ``LogCorruptError`` /
+``LogRecordError`` text as the in-process reader (segment path and byte position), wrapped
+by Spark. A torn tail of a log's last segment is ignored, as ``events.log.LogReader`` does.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator
+
+from audit.log_rows import (
+    CHUNK_RECORDS, Const, RowError, SegmentRef, chunk_columns, discover_segments, gc_paused, iter_segment_chunks,
+)
+from audit.rows import SPARK_DDL, arrow_schema
+
+try:  # pyspark is only needed to run on Spark; the Arrow conversion below works without it
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+except ImportError:  # pragma: no cover - the project depends on pyspark
+    DataSource = DataSourceReader = InputPartition = object
+
+__all__ = ["FORMAT", "KControllerDataSource", "arrow_batches", "read_logs_df", "register"]
+
+FORMAT = "kcontroller"
+
+
+# ---------------------------------------------------------------------------------------------
+# Arrow batches of one segment (no Spark needed)
+# ---------------------------------------------------------------------------------------------
+
+def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS) -> Iterator:
+    """The segment's rows as ``pyarrow.RecordBatch`` objects in ``arrow_schema()``.
+
+    Up to ``chunk_records`` records are decoded at a time; their rows become one batch per
+    record kind present (rows of one kind in log order; order across batches is not log
+    order: sort by ``seq`` where it matters).
+    """
+    import pyarrow as pa
+    schema = arrow_schema()
+    types = [f.type for f in schema]
+    chunks = iter_segment_chunks(ref, chunk_records)
+    while True:
+        with gc_paused():  # the chunk's records are built into batches and freed before the collector returns
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            batches = []
+            for n, columns in chunk_columns(chunk):
+                try:
+                    arrays = [_arrow_column(c, n, t, pa) for c, t in zip(columns, types)]
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                    raise _misfit(ref, columns, schema, exc, pa) from exc
+                batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
+                del arrays, columns
+            del chunk
+        yield from batches
+        del batches
+
+
+def _misfit(ref: SegmentRef, columns: list, schema, exc: Exception, pa) -> RowError:
+    """The error for the first row whose value does not fit its Arrow column."""
+    for column, f in zip(columns, schema):
+        if type(column) is Const:
+            continue
+        for i, value in enumerate(column):
+            try:
+                pa.array([value], type=f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as row_exc:
+                return RowError(ref.file, columns[2][i], columns[3][i], f"{f.name} value {value!r:.100} does not "
+                                f"fit the audit row column ({f.type}): {row_exc}")
+    return RowError(ref.file, columns[2][0], None, f"the records do not fit the audit row schema: {exc}")
+
+
+def _arrow_column(column, n: int, type_, pa):
+    if type(column) is Const:
+        if column.value is None:
+            return pa.nulls(n, type_)
+        return pa.repeat(pa.scalar(column.value, type=type_), n)
+    return pa.array(column, type=type_)
+
+
+# ---------------------------------------------------------------------------------------------
+# The data source
+# ---------------------------------------------------------------------------------------------
+
+class SegmentPartition(InputPartition):
+    """One segment file: one Spark input partition."""
+
+    def __init__(self, ref: SegmentRef):
+        super().__init__(tuple(ref))
+
+
+class KControllerReader(DataSourceReader):
+    """Plans one partition per segment and reads each into Arrow batches."""
+
+    def __init__(self, options):
+        self.options = {k.lower(): v for k, v in dict(options).items()}   # Spark hands them lower-cased
+        self.chunk_records = int(self.options.get("batchrows", CHUNK_RECORDS))
+        if self.chunk_records < 1:
+            raise ValueError(f"batchRows must be at least 1, got {self.chunk_records}")
+
+    def partitions(self):
+        return [SegmentPartition(ref) for ref in _segments_from_options(self.options)]
+
+    def read(self, partition):
+        if partition.value is None:   # Spark plans one empty partition when there is no segment at all
+            return iter(())
+        return arrow_batches(SegmentRef(*partition.value), self.chunk_records)
+
+
+class KControllerDataSource(DataSource):
+    """``spark.read.format("kcontroller")``: audit rows of our msgpack event logs."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SPARK_DDL
+
+    def reader(self, schema) -> KControllerReader:
+        return KControllerReader(self.options)
+
+
+def _segments_from_options(options: dict) -> list[SegmentRef]:
+    if "segments" in options:
+        return [SegmentRef(*ref) for ref in json.loads(options["segments"])]
+    paths = []
+    if "paths" in options:
+        paths = json.loads(options["paths"])
+        if isinstance(paths, str):
+            paths = [paths]
+    if "path" in options:
+        paths = [options["path"], *paths]
+    if not paths:
+        raise ValueError(f'the {FORMAT} data source needs log directories: load(path) or '
+                         f'option("paths", <JSON list of directories and globs>)')
+    return discover_segments(paths)
+
+
+# ---------------------------------------------------------------------------------------------
+# Session helpers
+# ---------------------------------------------------------------------------------------------
+
+_registered: set[tuple] = set()
+
+
+def register(spark, *, ship_code: bool = True) -> None:
+    """Register the ``kcontroller`` format with ``spark`` (idempotent per session).
+
+    ``ship_code`` adds a zip of our ``events`` and ``audit`` packages (as imported here) to
+    the session's Python files, so that Python workers run the same reader code as this
+    process whether or not kcontroller is installed where they run. The zip is not put on this
+    process's own ``sys.path``.
+    """
+    key = (spark.sparkContext.applicationId, id(spark), ship_code)
+    if key in _registered:
+        return
+    if ship_code:
+        _ship_packages(spark)
+    sc = spark.sparkContext
+    saved = sc.pythonExec
+    if sc.master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # Local workers run on this machine: let them use this interpreter (it has pyarrow,
+        # msgpack, google-crc32c) rather than whatever "python3" is on PATH. Only the data
+        # source registered here carries it; the session's other Python functions are untouched.
+        sc.pythonExec = sys.executable
+    try:
+        spark.dataSource.register(KControllerDataSource)
+    finally:
+        sc.pythonExec = saved
+    _registered.add(key)
+
+
+def read_logs_df(spark, paths: str | os.PathLike | Iterable[str | os.PathLike], *,
+                 batch_rows: int = CHUNK_RECORDS, ship_code: bool = True):
+    """One DataFrame (``SPARK_DDL``) of the audit rows of every log directory in ``paths``
+    (directories and globs of directories, resolved here; see
+    :func:`audit.log_rows.resolve_log_dirs`), one input partition per segment file."""
+    refs = discover_segments(paths)
+    register(spark, ship_code=ship_code)
+    return (spark.read.format(FORMAT)
+            .option("segments", json.dumps([list(ref) for ref in refs]))
+            .option("batchRows", str(int(batch_rows)))
+            .load())
+
+
+def _ship_packages(spark) -> None:
+    import audit
+    import events
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in (events, audit):
+            root = os.path.dirname(os.path.abspath(package.__file__))
+            parent = os.path.dirname(root)
+            for name in sorted(os.listdir(root)):
+                if name.endswith(".py"):
+                    path = os.path.join(root, name)
+                    info = zipfile.ZipInfo(os.path.relpath(path, parent), date_time=(1980, 1, 1, 0, 0, 0))
+                    with open(path, "rb") as f:
+                        zf.writestr(info, f.read())
+    blob = data.getvalue()
+    # The name carries the content hash: Spark refuses a second, different file of the same name.
+    directory = os.path.join(tempfile.gettempdir(), "kcontroller-pyfiles")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"kcontroller-readers-{hashlib.sha256(blob).hexdigest()[:16]}.zip")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(blob)
+        os.replace(tmp, path)
+    saved = list(sys.path)
+    try:
+        spark.sparkContext.addPyFile(path)
+    finally:
+        sys.path[:] = saved  # addPyFile also prepends the zip here (for local mode); we import from source

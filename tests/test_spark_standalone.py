@@ -1,0 +1,125 @@
+"""Smoke test on a real (one-machine) Spark standalone cluster: master and worker daemons started
+from the pyspark package, our log reader run against spark://127.0.0.1:<port>.
+
+The job runs in a separate Python process: a second SparkContext cannot live beside the one the
+other Spark tests share in this process. The executors get our packages from the job
+(``read_logs_df`` ships them) and run this interpreter (``PYSPARK_PYTHON``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from audit.log_rows import read_log_rows
+from controller.state_machine_harness import ScriptSpec, run_scripted
+from events.log import FsyncPolicy, LogWriter
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STARTUP_TIMEOUT_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(spark_home: str, args: list[str], log_path: str, env: dict) -> subprocess.Popen:
+    with open(log_path, "wb") as log:
+        return subprocess.Popen([os.path.join(spark_home, "bin", "spark-class"), *args], stdout=log,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)   # its own session: spark-class execs the JVM in place
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+
+
+def _alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as response:
+            return int(json.load(response).get("aliveworkers", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    pyspark = pytest.importorskip("pyspark")
+    spark_home = os.path.dirname(os.path.abspath(pyspark.__file__))
+    master_port, master_ui, worker_port, worker_ui = (_free_port() for _ in range(4))
+    env = dict(os.environ, SPARK_HOME=spark_home, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(tmp_path / "work"),
+               SPARK_LOG_DIR=str(tmp_path), PYSPARK_PYTHON=sys.executable)
+    env.pop("PYTHONPATH", None)  # executors must get our packages from the job, not from here
+    url = f"spark://127.0.0.1:{master_port}"
+    daemons = []
+    try:
+        daemons.append(_start(spark_home, ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                                           "--port", str(master_port), "--webui-port", str(master_ui)],
+                              str(tmp_path / "master.log"), env))
+        daemons.append(_start(spark_home, ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                           "--port", str(worker_port), "--webui-port", str(worker_ui),
+                                           "--cores", "1", "--memory", "1g"],
+                              str(tmp_path / "worker.log"), env))
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while _alive_workers(master_ui) < 1:
+            for proc, name in zip(daemons, ("master", "worker")):
+                if proc.poll() is not None:
+                    pytest.fail(f"Spark {name} exited with {proc.returncode}:\n"
+                                f"{(tmp_path / f'{name}.log').read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no worker registered with {url} within {STARTUP_TIMEOUT_S} s:\n"
+                            f"{(tmp_path / 'worker.log').read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        for proc in reversed(daemons):
+            _stop(proc)
+
+
+_JOB = """
+import sys
+from pyspark.sql import SparkSession
+from audit.spark_source import read_logs_df
+spark = (SparkSession.builder.master(sys.argv[1]).appName("kcontroller-standalone-smoke")
+         .config("spark.ui.enabled", "false").config("spark.driver.host", "127.0.0.1")
+         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.executor.memory", "512m")
+         .config("spark.cores.max", "1").getOrCreate())
+df = read_logs_df(spark, sys.argv[2:])
+print("ROWS", df.count(), df.rdd.getNumPartitions(), df.select("run_id").distinct().count())
+spark.stop()
+"""
+
+
+def test_the_log_reader_runs_on_a_standalone_cluster(cluster, tmp_path):
+    logs = []
+    for i in range(2):
+        path = tmp_path / f"run-{i}"
+        with LogWriter(path, fsync=FsyncPolicy.none(), segment_bytes=8192, batch_records=50) as writer:
+            run_scripted(ScriptSpec(brokers=5, partitions=30, kill=(1,), seed=i), writer.append)
+        logs.append(str(path))
+    expected = sum(1 for _ in read_log_rows(logs))
+    segments = sum(len(os.listdir(p)) for p in logs)
+
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    job = subprocess.run([sys.executable, "-c", _JOB, cluster, *logs], env=env, capture_output=True, text=True,
+                         timeout=300, cwd=str(tmp_path))
+    lines = [line for line in job.stdout.splitlines() if line.startswith("ROWS ")]
+    assert job.returncode == 0 and lines, job.stderr[-4000:]
+    assert lines[0].split()[1:] == [str(expected), str(segments), "2"]
