@@ -1,4 +1,5 @@
-"""Shared fixtures: a wired-up controller harness and a partition-state store that can be scripted.
+"""Shared fixtures: a wired-up controller harness, a partition-state store that can be scripted, and the
+one Spark session of the test run.
 
 ``make_harness(...)`` builds a ControllerContext, Journal (records kept in memory), ControllerChannel
 (requests kept in ``channel.sent``), ControllerBrokerRequestBatch and both state machines, all sharing a
@@ -7,6 +8,9 @@ raise (a ZooKeeper client exception), return its own result (an error code such 
 BADVERSION retry) or change the stored states first (a concurrent writer such as a partition leader).
 """
 from __future__ import annotations
+
+import os
+import sys
 
 import pytest
 
@@ -112,3 +116,25 @@ def make_harness():
 @pytest.fixture
 def harness() -> Harness:
     return Harness()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The Spark session every ``spark``-marked test shares (one JVM per test run: starting one takes
+    seconds): local[2], no UI, two shuffle partitions, Arrow for DataFrames made from local data.
+    Skips the test when pyspark is not installed."""
+    pyspark_sql = pytest.importorskip("pyspark.sql")
+    # Python workers (Python Data Sources, if a test uses one) run with this interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("kcontroller-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+               .config("spark.sql.session.timeZone", "UTC")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -1,7 +1,8 @@
 """Spark smoke test: the legal-transition table joins against transitions read from our event log.
 
 It proves the PySpark + Java set-up works on this machine and that the tables derived from the
-state-machine definition serve the audit as they are (the full audit is built on this).
+state-machine definition serve the audit as they are (the full audit is built on this). The ``spark``
+fixture is the session-wide one of conftest.py.
 """
 from __future__ import annotations
 
@@ -13,17 +14,6 @@ from events.records import ReplicaTransition
 from statemachines.states import legal_transition_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    pyspark_sql = pytest.importorskip("pyspark.sql")
-    session = (pyspark_sql.SparkSession.builder.master("local[2]").appName("kcontroller-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def test_transitions_of_a_run_are_all_legal_and_a_planted_one_is_caught(spark, tmp_path):

@@ -1,0 +1,302 @@
+"""The audit's checks, defined once: violation kinds, the ``Violation`` tuple, and report assembly.
+
+Two engines run these checks over :class:`audit.rows.AuditRow` rows: :mod:`audit.local_engine`
+in process (small inputs, no JVM) and :mod:`audit.spark_engine` as Spark DataFrame expressions
+(large inputs). Both find the same violations and hand them here, row by row, to become
+:class:`Violation` tuples (:func:`violation` writes every ``detail`` text, so the two cannot word
+one differently), and both build their :class:`Report` with :func:`build_report`. On the same rows
+they give equal reports: ``tests/test_audit_differential.py`` compares them exactly.
+
+Order and scope
+- Runs (``run_id``) are independent. Within a run rows are ordered by ``(seq, source, position)``;
+  that triple must be unique within a run and not null (every reader guarantees it: ``seq`` is a
+  log offset or a line number, ``position`` a byte offset or a line number in ``source``).
+- Replica and partition states are the state bytes of :mod:`statemachines.states`; ``None``
+  means the source did not say.
+- A run is cut into *eras* by controller epoch resets (``controller_epoch_reset`` below: the
+  epoch back at 1, as when ZooKeeper's data is wiped). A wipe loses everything the checks carry
+  from row to row — controller epochs (the numbers start over and repeat), topics, leader epochs
+  and ISRs — so every check but legality looks at one era at a time: an era's first transitions
+  have no predecessor, its topics start at incarnation 0, its deleted topics are judged on its
+  own rows. A row's era is the number of resets up to and including it (0 before any).
+
+The checks (one violation kind each, except where noted)
+- ``illegal_transition``: a ``replica_transition`` / ``partition_transition`` row whose
+  (entity, from, to) is not in the legal-transition table that :mod:`statemachines.states`
+  derives from its one definition (:func:`statemachines.states.legal_transition_rows`). Rows
+  with an unknown from- or to-state (``None``) are not checked. ``transition_failed`` rows are
+  never checked: a refused transition is Kafka working correctly (the summary counts them by
+  error).
+- ``discontinuity``: a transition row whose from-state is not the to-state of the previous
+  transition row of the same entity (entity, topic, partition, replica) *within the same
+  controller epoch* (and era). A new controller re-derives every state from ZooKeeper and the
+  live brokers when it takes over (Kafka's initializePartitionState / initializeReplicaState)
+  without logging a transition, so continuity restarts with each epoch: the first transition of
+  an entity in an epoch has no predecessor. A row with from-state ``None`` is not checked but its to-state still
+  becomes the entity's state; a predecessor with to-state ``None`` checks nothing. Failed
+  transitions change no state and take no part.
+- ``leader_epoch_decreased``: a ``partition_transition`` or ``leader_and_isr_updated`` row whose
+  leader epoch (only epochs >= 0 count: -1 is "no leadership yet", -2 "during delete") is lower
+  than the highest leader epoch of an earlier such row of the same partition and *topic
+  incarnation*. A topic deleted and created again starts over at leader epoch 0, so the
+  incarnation of a topic is the running count of its ``topic_created`` and
+  ``topic_deletion_completed`` rows; leader epochs are compared within one incarnation only
+  (and across controller epochs: leader epochs live in ZooKeeper, not in the controller).
+- ``duplicate_leader``: such a row (leader >= 0 and leader epoch >= 0) whose leader differs from
+  the leader of the *first* row with the same partition, incarnation and leader epoch: at most
+  one leader per (partition, leader epoch). Rows without a leader (-1, ``None``) do not count.
+- ``leader_not_in_isr``: such a row with a leader >= 0 and a known ISR that does not contain the
+  leader, unless the row says the election was unclean (``unclean`` true).
+- ``isr_not_in_replicas``: such a row whose ISR and replicas are both known and whose ISR holds a
+  broker that is not among the replicas and was not in the partition's previous ISR (the ISR of
+  the previous such row of the same partition and topic incarnation with a known ISR): a broker
+  must be a replica to *join* the ISR. Brokers carried over from the previous ISR are not held
+  against the row because Kafka itself narrows the replicas before the ISR: a reassignment sets
+  the replicas to the target (step B2) and may elect a leader with them (B3) before it takes the
+  removed replicas out of the ISR (B4), so its transition shows an ISR wider than its replicas
+  for a moment. Rows without replicas (``leader_and_isr_updated``) are not checked but pass
+  their ISR on.
+- Controller epochs, over the rows a controller writes (every kind but ``topic_created`` and
+  ``topic_deletion_requested``, which record what an administrator did) with a known epoch
+  (>= 0), in order within the run:
+
+  - ``controller_epoch_reset``: the epoch went back to 1 (the first epoch a cluster's controller
+    ever gets): a ``controller_elected`` row with epoch 1 whose previous ``controller_elected`` row
+    had a higher epoch. That is what a cluster whose ZooKeeper data was wiped writes: a new
+    controller history, which real logs do show. It is reported (nothing in the log can tell a
+    wipe from a bug), and starts a new era: the checks start over. Only elections start an era
+    when the run has ``controller_elected`` rows with a known epoch: a transition logged
+    at epoch 1 after epoch 2 is then a zombie of the first controller, not a reset. In a run
+    without any (a bare ``state-change.log``) any row at epoch 1 whose previous row had a higher
+    epoch starts one (and a zombie of epoch 1 is reported as a reset there).
+  - ``controller_epoch_decreased``: a ``controller_elected`` row whose epoch is lower than the
+    highest epoch seen earlier in the era: elections only ever increase the epoch.
+  - ``zombie_write``: any other row whose epoch is lower than the highest epoch seen earlier in
+    the era: written by a controller after a newer controller had taken over.
+- ``deleted_topic_has_state``: for a topic whose last ``topic_created`` /
+  ``topic_deletion_completed`` row in the era is ``topic_deletion_completed`` (a deletion request
+  changes nothing until it completes), every replica and partition of that topic whose last
+  transition row in the era (before or after the completion, of any incarnation) does not leave
+  it in NonExistentReplica / NonExistentPartition. The violation is reported on that last
+  transition row.
+
+Each violation names its kind, the row's run, entity, topic, partition, replica, from- and
+to-state, controller epoch, and where the row was read (source, position, seq); ``detail`` says
+what was expected. Violations are sorted by (run_id, seq, source, position, kind), nulls first.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+from audit.rows import (
+    ENTITY_PARTITION, ENTITY_REPLICA, KINDS, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
+)
+from statemachines.states import (
+    NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, PARTITION_BY_BYTE, REPLICA_BY_BYTE, legal_transition_rows,
+)
+
+# --- violation kinds ------------------------------------------------------------------------------------
+ILLEGAL_TRANSITION = "illegal_transition"
+DISCONTINUITY = "discontinuity"
+LEADER_EPOCH_DECREASED = "leader_epoch_decreased"
+DUPLICATE_LEADER = "duplicate_leader"
+LEADER_NOT_IN_ISR = "leader_not_in_isr"
+ISR_NOT_IN_REPLICAS = "isr_not_in_replicas"
+CONTROLLER_EPOCH_DECREASED = "controller_epoch_decreased"
+CONTROLLER_EPOCH_RESET = "controller_epoch_reset"
+ZOMBIE_WRITE = "zombie_write"
+DELETED_TOPIC_HAS_STATE = "deleted_topic_has_state"
+
+VIOLATION_KINDS: dict[str, str] = {
+    ILLEGAL_TRANSITION: "a replica or partition transition that its state machine does not allow",
+    DISCONTINUITY: "a transition whose from-state is not the state the entity's previous transition in the same "
+                   "controller epoch left it in",
+    LEADER_EPOCH_DECREASED: "a partition's leader epoch lower than one it already had (same topic incarnation)",
+    DUPLICATE_LEADER: "a second, different leader for the same partition and leader epoch",
+    LEADER_NOT_IN_ISR: "a leader outside the ISR that was not elected uncleanly",
+    ISR_NOT_IN_REPLICAS: "a broker joined a partition's ISR without being one of its replicas",
+    CONTROLLER_EPOCH_DECREASED: "a controller elected with a lower epoch than one seen before it",
+    CONTROLLER_EPOCH_RESET: "the controller epoch started over at 1 (as when ZooKeeper's data is wiped); "
+                            "later rows are checked against the new history",
+    ZOMBIE_WRITE: "a row written by a controller whose epoch is older than one already seen (a deposed "
+                  "controller still writing)",
+    DELETED_TOPIC_HAS_STATE: "a replica or partition of a deleted topic whose last transition does not leave it "
+                             "NonExistent",
+}
+
+# --- row kinds the checks look at -----------------------------------------------------------------------
+TRANSITION_KINDS = frozenset((REPLICA_TRANSITION, PARTITION_TRANSITION))
+LEADER_KINDS = frozenset((PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED))
+TOPIC_BOUNDARY_KINDS = frozenset((TOPIC_CREATED, TOPIC_DELETION_COMPLETED))
+EPOCH_KINDS = frozenset(k for k in KINDS if k not in (TOPIC_CREATED, TOPIC_DELETION_REQUESTED))
+
+FIRST_CONTROLLER_EPOCH = 1  # the epoch of a cluster's first controller (what a reset goes back to)
+
+NON_EXISTENT = {ENTITY_REPLICA: NON_EXISTENT_REPLICA, ENTITY_PARTITION: NON_EXISTENT_PARTITION}
+
+LEGAL_TRANSITIONS: frozenset[tuple[str, int, int]] = frozenset(
+    (machine, from_byte, to_byte) for machine, _, _, from_byte, to_byte in legal_transition_rows())
+
+
+class Violation(NamedTuple):
+    kind: str                    # one of VIOLATION_KINDS
+    run_id: str
+    entity: str | None           # "replica" / "partition", None for rows of other kinds
+    topic: str | None
+    partition: int | None
+    replica: int | None
+    from_state: int | None       # state bytes, as in the row
+    to_state: int | None
+    controller_epoch: int | None
+    source: str                  # where the row was read: file ...
+    position: int                # ... and byte offset or line
+    seq: int                     # order within the run
+    detail: str
+
+
+class Report(NamedTuple):
+    violations: list[Violation]  # sorted by sort_key; at most ``limit`` of them
+    summary: dict                # counts (see build_report); always exact
+
+
+def state_name(entity: str | None, state: int | None) -> str:
+    """Kafka's name of a state byte of the entity's machine (``state 9`` for a byte it does not have)."""
+    if state is None:
+        return "an unknown state"
+    table = REPLICA_BY_BYTE if entity == ENTITY_REPLICA else PARTITION_BY_BYTE if entity == ENTITY_PARTITION else {}
+    member = table.get(state)
+    return member.value if member is not None else f"state {state}"
+
+
+def _ids(values) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def _what(row) -> str:
+    if row.entity == ENTITY_REPLICA:
+        return f"replica {row.replica} of {row.topic}-{row.partition}"
+    if row.topic is not None and row.partition is not None and row.partition >= 0:
+        return f"partition {row.topic}-{row.partition}"
+    if row.topic is not None:
+        return f"topic {row.topic}"
+    return "the controller"
+
+
+def _detail(kind: str, row, a, b) -> str:
+    if kind == ILLEGAL_TRANSITION:
+        machine = "ReplicaStateMachine" if row.entity == ENTITY_REPLICA else "PartitionStateMachine"
+        return (f"{_what(row)}: {state_name(row.entity, row.from_state)} -> {state_name(row.entity, row.to_state)} "
+                f"is not a legal transition of the {machine}")
+    if kind == DISCONTINUITY:
+        return (f"{_what(row)}: moved from {state_name(row.entity, row.from_state)}, but its previous transition "
+                f"in controller epoch {row.controller_epoch} (seq {b}) left it in {state_name(row.entity, a)}")
+    if kind == LEADER_EPOCH_DECREASED:
+        return (f"{_what(row)}: leader epoch {row.leader_epoch} (leader {row.leader}) after leader epoch {a} "
+                f"of the same topic incarnation")
+    if kind == DUPLICATE_LEADER:
+        return (f"{_what(row)}: leader {row.leader} at leader epoch {row.leader_epoch}, but broker {a} was leader "
+                f"at that leader epoch (seq {b})")
+    if kind == LEADER_NOT_IN_ISR:
+        return (f"{_what(row)}: leader {row.leader} (leader epoch {row.leader_epoch}) is not in the ISR "
+                f"{_ids(row.isr)} and the election was not unclean")
+    if kind == ISR_NOT_IN_REPLICAS:
+        replicas, before = set(row.replicas), set(a or ())
+        extra = list(dict.fromkeys(i for i in row.isr if i not in replicas and i not in before))
+        previous = "none" if a is None else _ids(a)
+        return (f"{_what(row)}: {_ids(extra)} joined the ISR {_ids(row.isr)} (previous ISR {previous}) without "
+                f"being among the replicas {_ids(row.replicas)}")
+    if kind == CONTROLLER_EPOCH_DECREASED:
+        return (f"controller {row.controller_id} elected with epoch {row.controller_epoch} after epoch {a} "
+                f"was seen: elections only increase the controller epoch")
+    if kind == CONTROLLER_EPOCH_RESET:
+        return (f"{row.kind} by controller {row.controller_id} at epoch {row.controller_epoch} after epoch {a} "
+                f"(highest so far {b}): the controller epoch started over, as when ZooKeeper's data is wiped; "
+                f"a new controller history, checked on its own from here")
+    if kind == ZOMBIE_WRITE:
+        return (f"{row.kind} of {_what(row)} by controller {row.controller_id} with epoch {row.controller_epoch} "
+                f"after epoch {a} was seen: written by a deposed controller")
+    if kind == DELETED_TOPIC_HAS_STATE:
+        return (f"{_what(row)}: topic {row.topic} was deleted (deletion completed at seq {a}), but the last "
+                f"transition of this {row.entity} leaves it in {state_name(row.entity, row.to_state)}")
+    raise ValueError(f"unknown violation kind {kind!r}")
+
+
+def violation(kind: str, row, a: Any = None, b: Any = None) -> Violation:
+    """The violation of ``kind`` found on ``row`` (an AuditRow, or any object with its attribute names).
+
+    ``a`` and ``b`` are what the check compared the row with: the previous to-state and its seq
+    (discontinuity), the highest earlier leader epoch (leader_epoch_decreased), the first leader and its
+    seq (duplicate_leader), the previous ISR, a list or None (isr_not_in_replicas), the highest earlier
+    controller epoch in the era (controller_epoch_decreased, zombie_write), the previous election's (or
+    row's) and the highest earlier controller epoch (controller_epoch_reset), the seq of the deletion's
+    completion (deleted_topic_has_state). Nothing else goes into ``detail``: both engines word a
+    violation the same way because they pass the same values here.
+    """
+    return Violation(kind, row.run_id, row.entity, row.topic, row.partition, row.replica, row.from_state,
+                     row.to_state, row.controller_epoch, row.source, row.position, row.seq,
+                     _detail(kind, row, a, b))
+
+
+def sort_key(v: Violation) -> tuple:
+    """(run_id, seq, source, position, kind), nulls first (Spark's ascending order)."""
+    return (v.run_id is not None, v.run_id or "", v.seq is not None, v.seq or 0, v.source is not None,
+            v.source or "", v.position is not None, v.position or 0, v.kind)
+
+
+SORT_COLUMNS = ("run_id", "seq", "source", "position", "violation")  # the same order, for the Spark engine
+
+
+def build_report(violations: Iterable[Violation], violation_counts: Mapping[tuple, int],
+                 rows_by_kind: Mapping[str | None, int], failures_by_error: Mapping[str | None, int],
+                 runs: int, limit: int | None = None) -> Report:
+    """Assemble a report: ``violations`` (sorted here, cut to ``limit``) and the summary.
+
+    ``violation_counts`` maps (kind, run_id, source) to the number of violations found — all of them,
+    also when only ``limit`` of them were listed. ``rows_by_kind`` and ``failures_by_error`` count the
+    rows audited (``transition_failed`` rows by error); ``runs`` is the number of distinct runs.
+    """
+    listed = sorted(violations, key=sort_key)
+    if limit is not None:
+        listed = listed[:limit]
+    by_kind: Counter = Counter()
+    by_run: Counter = Counter()
+    by_source: Counter = Counter()
+    for (kind, run_id, source), n in violation_counts.items():
+        if n:
+            by_kind[kind] += n
+            by_run[run_id] += n
+            by_source[source] += n
+    rows = {k: n for k, n in rows_by_kind.items() if n}
+    summary = {
+        "runs": runs,
+        "rows": sum(rows.values()),
+        "rows_by_kind": dict(sorted(rows.items(), key=lambda kv: str(kv[0]))),
+        "transitions": rows.get(REPLICA_TRANSITION, 0) + rows.get(PARTITION_TRANSITION, 0),
+        "failures": rows.get(TRANSITION_FAILED, 0),
+        "failures_by_error": dict(sorted(((e if e is not None else "unknown"), n)
+                                         for e, n in failures_by_error.items() if n)),
+        "violations": sum(by_kind.values()),
+        "violations_by_kind": {k: by_kind.get(k, 0) for k in VIOLATION_KINDS},
+        "violations_by_run": dict(sorted(by_run.items(), key=lambda kv: (kv[0] is not None, kv[0] or ""))),
+        "violations_by_source": dict(sorted(by_source.items(), key=lambda kv: (kv[0] is not None, kv[0] or ""))),
+        "listed": len(listed),
+    }
+    return Report(listed, summary)
+
+
+def format_violation(v: Violation) -> str:
+    """One line for people: where, what kind, and the detail."""
+    return f"{v.source}@{v.position} (run {v.run_id}, seq {v.seq}, controller epoch {v.controller_epoch}) " \
+           f"{v.kind}: {v.detail}"
+
+
+__all__ = [
+    "CONTROLLER_EPOCH_DECREASED", "CONTROLLER_EPOCH_RESET", "DELETED_TOPIC_HAS_STATE", "DISCONTINUITY",
+    "DUPLICATE_LEADER", "EPOCH_KINDS", "FIRST_CONTROLLER_EPOCH", "ILLEGAL_TRANSITION", "ISR_NOT_IN_REPLICAS",
+    "LEADER_EPOCH_DECREASED", "LEADER_KINDS", "LEADER_NOT_IN_ISR", "LEGAL_TRANSITIONS", "NON_EXISTENT", "Report",
+    "SORT_COLUMNS", "TOPIC_BOUNDARY_KINDS", "TRANSITION_KINDS", "VIOLATION_KINDS", "Violation", "ZOMBIE_WRITE",
+    "build_report", "format_violation", "sort_key", "state_name", "violation",
+]
