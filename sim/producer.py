@@ -151,7 +151,7 @@ class Producer:
         sim = self.sim
         acks = self.spec.acks
         sent_at = sim.loop.now
-        answered = [False]
+        answered = [False, leader]   # [answered yet, the broker the request went to]
 
         def respond(results) -> None:
             if acks != 0:
@@ -182,7 +182,7 @@ class Producer:
             self._on_response(batches, [(NETWORK_EXCEPTION, b[0], b[1], -1, -1) for b in batches], answered)
             return
         # A failed reconnection: the batches wait, the next attempt backs off further.
-        self.requests.get(leader, {}).pop(id(answered), None)
+        self.requests.get(answered[1], {}).pop(id(answered), None)
         answered[0] = True
         self.in_flight -= 1
         down[1] = min(RECONNECT_BACKOFF_MAX_MS, down[1] * 2)
@@ -210,8 +210,7 @@ class Producer:
     def _on_response(self, batches: list, results: list, answered: list) -> None:
         if answered[0]:
             return
-        for reqs in self.requests.values():
-            reqs.pop(id(answered), None)
+        self.requests.get(answered[1], {}).pop(id(answered), None)
         answered[0] = True
         self.in_flight -= 1
         sim = self.sim

@@ -614,8 +614,6 @@ class Replication:
                     continue       # Replica.isCaughtUp: a follower at the log end is in sync
                 w = s.watch.get(tp) if s is not None else None
                 last = w[0] if w is not None else (s.caught_up_ms if s is not None else 0)
-                if s is not None and s.state == PARKED and w is None:
-                    last = now
                 if now - last > self.lag_max_ms:
                     shrink.setdefault(tp, []).append(f)
         for tp in sorted(shrink):

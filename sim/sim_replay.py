@@ -10,18 +10,10 @@ from collections.abc import Iterable, Iterator
 
 import msgpack
 
-from controller.replay import Divergence, ReplayResult
+from controller.replay import Divergence, ReplayResult, _Diverged
 from events.records import SimulationStarted
 from sim.scenario import parse_scenario
 from sim.simulation import Simulation
-
-
-class _Diverged(BaseException):
-    """Raised from the sink; a BaseException so that no handler in the engine can swallow it."""
-
-    def __init__(self, divergence: Divergence):
-        super().__init__(str(divergence))
-        self.divergence = divergence
 
 
 class _Compare:

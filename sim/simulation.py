@@ -541,8 +541,8 @@ class Simulation:
 
     def _partition_states(self, topics) -> list[tuple]:
         admin = self.admin
-        names = sorted(admin.get_all_topics_in_cluster()) if topics is None else [
-            t for t in topics if t in admin.get_all_topics_in_cluster()]
+        existing = admin.get_all_topics_in_cluster()
+        names = sorted(existing) if topics is None else [t for t in topics if t in existing]
         assignment = admin.get_full_replica_assignment_for_topics(names)
         states = admin.get_topic_partition_states(list(assignment))
         rows = []
