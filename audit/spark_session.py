@@ -31,7 +31,7 @@ def active_session():
 def _cores(master: str) -> int:
     m = re.fullmatch(r"local\[(\d+|\*)(?:,\s*\d+)?\]", master)
     if m:
-        return os.cpu_count() or 1 if m.group(1) == "*" else max(1, int(m.group(1)))
+        return (os.cpu_count() or 1) if m.group(1) == "*" else max(1, int(m.group(1)))
     return 1 if master == "local" else 0
 
 
