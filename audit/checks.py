@@ -29,7 +29,9 @@ The checks (one violation kind each, except where noted)
   error).
 - ``discontinuity``: a transition row whose from-state is not the to-state of the previous
   transition row of the same entity (entity, topic, partition, replica) *within the same
-  controller epoch* (and era). A new controller re-derives every state from ZooKeeper and the
+  controller epoch* (and era) *and topic incarnation* (see ``leader_epoch_decreased``): a topic
+  removed from the controller's context and created again starts from NonExistent, whether or not
+  the log shows its deletion. A new controller re-derives every state from ZooKeeper and the
   live brokers when it takes over (Kafka's initializePartitionState / initializeReplicaState)
   without logging a transition, so continuity restarts with each epoch: the first transition of
   an entity in an epoch has no predecessor. A row with from-state ``None`` is not checked but its to-state still
@@ -80,6 +82,21 @@ The checks (one violation kind each, except where noted)
   it in NonExistentReplica / NonExistentPartition. The violation is reported on that last
   transition row.
 
+Findings: what a correct controller does but an operator must know, reported beside the violations
+(they do not make an audit fail), each on the row that shows it:
+
+- ``unclean_election``: a ``partition_transition`` or ``leader_and_isr_updated`` row whose election was
+  unclean (``unclean`` true): a leader from outside the ISR, so writes the old ISR acknowledged may be
+  lost (``unclean.leader.election.enable``).
+- ``failed_election``: a ``transition_failed`` row of a partition whose target was OnlinePartition: no
+  leader could be elected (no live replica, or none in the ISR with unclean election off), so the
+  partition stayed offline.
+- ``refused_transition``: any other ``transition_failed`` row: the controller refused a transition its
+  state machine does not allow, or the change failed (the error says which).
+- ``deletion_stuck``: a replica whose last transition in the era leaves it in
+  ReplicaDeletionIneligible: its topic's deletion could not complete (the broker was down or failed
+  the StopReplica) and is waiting for a retry.
+
 Each violation names its kind, the row's run, entity, topic, partition, replica, from- and
 to-state, controller epoch, and where the row was read (source, position, seq); ``detail`` says
 what was expected. Violations are sorted by (run_id, seq, source, position, kind), nulls first.
@@ -127,6 +144,19 @@ VIOLATION_KINDS: dict[str, str] = {
                              "NonExistent",
 }
 
+# --- finding kinds: reported, but not violations ------------------------------------------------------
+UNCLEAN_ELECTION = "unclean_election"
+FAILED_ELECTION = "failed_election"
+REFUSED_TRANSITION = "refused_transition"
+DELETION_STUCK = "deletion_stuck"
+
+FINDING_KINDS: dict[str, str] = {
+    UNCLEAN_ELECTION: "a leader elected from outside the ISR: writes the old ISR acknowledged may be lost",
+    FAILED_ELECTION: "an election to OnlinePartition that failed: the partition stayed without a leader",
+    REFUSED_TRANSITION: "a state change the controller refused (not legal from the current state) or that failed",
+    DELETION_STUCK: "a replica left in ReplicaDeletionIneligible: its topic's deletion could not complete",
+}
+
 # --- row kinds the checks look at -----------------------------------------------------------------------
 TRANSITION_KINDS = frozenset((REPLICA_TRANSITION, PARTITION_TRANSITION))
 LEADER_KINDS = frozenset((PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED))
@@ -160,6 +190,7 @@ class Violation(NamedTuple):
 class Report(NamedTuple):
     violations: list[Violation]  # sorted by sort_key; at most ``limit`` of them
     summary: dict                # counts (see build_report); always exact
+    findings: list[Violation] = []  # FINDING_KINDS, sorted by sort_key; at most ``limit`` of them
 
 
 def state_name(entity: str | None, state: int | None) -> str:
@@ -218,6 +249,19 @@ def _detail(kind: str, row, a, b) -> str:
     if kind == ZOMBIE_WRITE:
         return (f"{row.kind} of {_what(row)} by controller {row.controller_id} with epoch {row.controller_epoch} "
                 f"after epoch {a} was seen: written by a deposed controller")
+    if kind == UNCLEAN_ELECTION:
+        isr = "unknown" if row.isr is None else _ids(row.isr)
+        return (f"{_what(row)}: leader {row.leader} (leader epoch {row.leader_epoch}) elected from outside the ISR "
+                f"(ISR {isr}): writes acknowledged by the previous ISR may be lost")
+    if kind == FAILED_ELECTION:
+        return (f"{_what(row)}: election from {state_name(row.entity, row.from_state)} to OnlinePartition failed "
+                f"({row.error or 'no reason given'}): the partition stayed without a leader")
+    if kind == REFUSED_TRANSITION:
+        return (f"{_what(row)}: {state_name(row.entity, row.from_state)} -> {state_name(row.entity, row.to_state)} "
+                f"refused or failed ({row.error or 'no reason given'})")
+    if kind == DELETION_STUCK:
+        return (f"{_what(row)}: left in ReplicaDeletionIneligible: the deletion of topic {row.topic} could not "
+                f"complete here (its broker was down or failed the StopReplica)")
     if kind == DELETED_TOPIC_HAS_STATE:
         return (f"{_what(row)}: topic {row.topic} was deleted (deletion completed at seq {a}), but the last "
                 f"transition of this {row.entity} leaves it in {state_name(row.entity, row.to_state)}")
@@ -252,24 +296,38 @@ SORT_COLUMNS = ("run_id", "seq", "source", "position", "violation")  # the same 
 def build_report(violations: Iterable[Violation], violation_counts: Mapping[tuple, int],
                  rows_by_kind: Mapping[str | None, int], failures_by_error: Mapping[str | None, int],
                  runs: int, limit: int | None = None) -> Report:
-    """Assemble a report: ``violations`` (sorted here, cut to ``limit``) and the summary.
+    """Assemble a report: ``violations`` (violations and findings, told apart by kind, sorted here and
+    each cut to ``limit``) and the summary.
 
-    ``violation_counts`` maps (kind, run_id, source) to the number of violations found — all of them,
-    also when only ``limit`` of them were listed. ``rows_by_kind`` and ``failures_by_error`` count the
-    rows audited (``transition_failed`` rows by error); ``runs`` is the number of distinct runs.
+    ``violation_counts`` maps (kind, run_id, source) to the number of violations or findings found — all
+    of them, also when only ``limit`` of them were listed. ``rows_by_kind`` and ``failures_by_error`` count
+    the rows audited (``transition_failed`` rows by error); ``runs`` is the number of distinct runs.
     """
-    listed = sorted(violations, key=sort_key)
+    ordered = sorted(violations, key=sort_key)
+    listed = [v for v in ordered if v.kind in VIOLATION_KINDS]
+    found = [v for v in ordered if v.kind in FINDING_KINDS]
     if limit is not None:
-        listed = listed[:limit]
+        listed, found = listed[:limit], found[:limit]
     by_kind: Counter = Counter()
     by_run: Counter = Counter()
     by_source: Counter = Counter()
+    findings_by_kind: Counter = Counter()
+    findings_by_run: Counter = Counter()
     for (kind, run_id, source), n in violation_counts.items():
-        if n:
-            by_kind[kind] += n
-            by_run[run_id] += n
-            by_source[source] += n
+        if not n:
+            continue
+        if kind in FINDING_KINDS:
+            findings_by_kind[kind] += n
+            findings_by_run[run_id] += n
+            continue
+        by_kind[kind] += n
+        by_run[run_id] += n
+        by_source[source] += n
     rows = {k: n for k, n in rows_by_kind.items() if n}
+
+    def by_id(counter: Counter) -> dict:
+        return dict(sorted(counter.items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+
     summary = {
         "runs": runs,
         "rows": sum(rows.values()),
@@ -280,11 +338,15 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
                                          for e, n in failures_by_error.items() if n)),
         "violations": sum(by_kind.values()),
         "violations_by_kind": {k: by_kind.get(k, 0) for k in VIOLATION_KINDS},
-        "violations_by_run": dict(sorted(by_run.items(), key=lambda kv: (kv[0] is not None, kv[0] or ""))),
-        "violations_by_source": dict(sorted(by_source.items(), key=lambda kv: (kv[0] is not None, kv[0] or ""))),
+        "violations_by_run": by_id(by_run),
+        "violations_by_source": by_id(by_source),
         "listed": len(listed),
+        "findings": sum(findings_by_kind.values()),
+        "findings_by_kind": {k: findings_by_kind.get(k, 0) for k in FINDING_KINDS},
+        "findings_by_run": by_id(findings_by_run),
+        "findings_listed": len(found),
     }
-    return Report(listed, summary)
+    return Report(listed, summary, found)
 
 
 def format_violation(v: Violation) -> str:
@@ -294,7 +356,8 @@ def format_violation(v: Violation) -> str:
 
 
 __all__ = [
-    "CONTROLLER_EPOCH_DECREASED", "CONTROLLER_EPOCH_RESET", "DELETED_TOPIC_HAS_STATE", "DISCONTINUITY",
+    "CONTROLLER_EPOCH_DECREASED", "CONTROLLER_EPOCH_RESET", "DELETED_TOPIC_HAS_STATE", "DELETION_STUCK",
+    "DISCONTINUITY", "FAILED_ELECTION", "FINDING_KINDS", "REFUSED_TRANSITION", "UNCLEAN_ELECTION",
     "DUPLICATE_LEADER", "EPOCH_KINDS", "FIRST_CONTROLLER_EPOCH", "ILLEGAL_TRANSITION", "ISR_NOT_IN_REPLICAS",
     "LEADER_EPOCH_DECREASED", "LEADER_KINDS", "LEADER_NOT_IN_ISR", "LEGAL_TRANSITIONS", "NON_EXISTENT", "Report",
     "SORT_COLUMNS", "TOPIC_BOUNDARY_KINDS", "TRANSITION_KINDS", "VIOLATION_KINDS", "Violation", "ZOMBIE_WRITE",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from audit import kafka_line_patterns as pat
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
-    REPLICA_TRANSITION, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED, AuditRow,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED, AuditRow,
 )
 from statemachines.states import PartitionState
 
@@ -83,6 +83,7 @@ class KafkaLogReader:
         self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
         self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
         self._isr: dict[tuple[str, int], list[int]] = {}   # partition -> last known ISR
+        self._partitions: dict[str, dict[int, int]] = {}   # topic -> partition -> last state
         self._active: int | None = None        # the controller that last took over, for ident-less lines
         self._pending: AuditRow | None = None  # a row waiting for its next line (exception, selector)
         self._pending_kind: str | None = None
@@ -308,9 +309,26 @@ class KafkaLogReader:
                         unclean, error)
 
     def _emit(self, row: AuditRow) -> list:
+        if row.kind == PARTITION_TRANSITION:
+            self._track_partition(row)
         self._out.append(row)
         self._made_row = True
         return []
+
+    def _track_partition(self, row: AuditRow) -> None:
+        """Infer topic creations: a NonExistentPartition -> NewPartition transition of a topic none of whose
+        partitions is known to exist, or of a partition known to exist (the topic was removed from the
+        controller without the log showing it: a deletion at INFO level, whose transitions are TRACE, or
+        its znodes removed by hand), starts a new incarnation of the topic. A ``topic_created`` row says so,
+        just before the transition: same line, position 0 (the reader inferred it, no line is it)."""
+        parts = self._partitions.setdefault(row.topic, {})
+        if row.from_state == _NON_EXISTENT and row.to_state == _NEW and (
+                parts.get(row.partition, _NON_EXISTENT) != _NON_EXISTENT
+                or all(state == _NON_EXISTENT for state in parts.values())):
+            parts.clear()
+            self._out.append(self._row(TOPIC_CREATED, topic=row.topic)._replace(position=0))
+        if row.to_state is not None:
+            parts[row.partition] = row.to_state
 
     def _hold(self, row: AuditRow, kind: str) -> list:
         self._pending, self._pending_kind = row, kind

@@ -8,11 +8,13 @@ violations, with dicts:
 - rows are grouped by run and each run is sorted by ``(seq, source, position)`` (cheap when a
   reader already yields them in order), then read once, front to back, keeping the running and
   per-era highest controller epochs and, per era (emptied when the controller epoch is reset):
-  the last to-state per (controller epoch, entity) for continuity, each topic's incarnation
+  the last to-state per (controller epoch, topic incarnation, entity) for continuity, each topic's incarnation
   count and last create/delete row, the highest leader epoch and the last known ISR per (topic
   incarnation, partition), the first leader per (incarnation, partition, leader epoch), and each
   entity's last transition (checked against deleted topics when the era or the run ends);
-- every row is unpacked once into locals; no objects are made per row except dict keys.
+- every row is unpacked once into locals; no objects are made per row except dict keys;
+- findings (unclean elections, failed and refused transitions, replicas stuck in
+  ReplicaDeletionIneligible at the end of an era) come out of the same pass.
 
 ``audit(rows)`` takes any iterable of :class:`audit.rows.AuditRow` (or plain tuples in its
 column order).
@@ -24,12 +26,14 @@ from collections.abc import Iterable
 from operator import itemgetter
 
 from audit.checks import (
-    CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DISCONTINUITY, DUPLICATE_LEADER,
-    EPOCH_KINDS, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION, ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED,
-    LEADER_NOT_IN_ISR, LEGAL_TRANSITIONS, NON_EXISTENT, ZOMBIE_WRITE, Report, Violation, build_report, violation,
+    CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DELETION_STUCK, DISCONTINUITY,
+    DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION, ISR_NOT_IN_REPLICAS,
+    LEADER_EPOCH_DECREASED, LEADER_NOT_IN_ISR, LEGAL_TRANSITIONS, NON_EXISTENT, REFUSED_TRANSITION, UNCLEAN_ELECTION,
+    ZOMBIE_WRITE, Report, Violation, build_report, violation,
 )
+from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
 from audit.rows import (
-    CONTROLLER_ELECTED, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION, REPLICA_TRANSITION, TOPIC_CREATED,
+    CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION, REPLICA_TRANSITION, TOPIC_CREATED,
     TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow,
 )
 
@@ -75,9 +79,10 @@ def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) ->
     RT, PT, LAIU, TF = REPLICA_TRANSITION, PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED, TRANSITION_FAILED
     TC, TDC, ELECTED = TOPIC_CREATED, TOPIC_DELETION_COMPLETED, CONTROLLER_ELECTED
     first_epoch = FIRST_CONTROLLER_EPOCH
+    online = ONLINE_PARTITION
 
     # The state of one era (a controller epoch reset starts a new one, with all of these empty).
-    previous = {}        # (controller epoch, entity, topic, partition, replica) -> (to_state, seq)
+    previous = {}        # (controller epoch, entity, topic, partition, replica, incarnation) -> (to_state, seq)
     last_transition = {}  # (entity, topic, partition, replica) -> row
     incarnation = {}     # topic -> count of its topic_created / topic_deletion_completed rows so far
     last_boundary = {}   # topic -> its last topic_created / topic_deletion_completed row
@@ -116,7 +121,7 @@ def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) ->
             if from_state is not None and to_state is not None and (entity, from_state, to_state) not in legal:
                 emit(_found(ILLEGAL_TRANSITION, row))
             # Continuity within the controller epoch.
-            key = (epoch, entity, topic, partition, replica)
+            key = (epoch, entity, topic, partition, replica, incarnation.get(topic, 0))
             prev = previous.get(key)
             if prev is not None and from_state is not None and prev[0] is not None and from_state != prev[0]:
                 emit(_found(DISCONTINUITY, row, prev[0], prev[1]))
@@ -124,6 +129,8 @@ def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) ->
             last_transition[(entity, topic, partition, replica)] = row
 
         if kind == PT or kind == LAIU:
+            if unclean:
+                emit(_found(UNCLEAN_ELECTION, row))
             inc = incarnation.get(topic, 0)
             if leader_epoch is not None and leader_epoch >= 0:
                 key = (topic, inc, partition)
@@ -152,6 +159,8 @@ def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) ->
                 previous_isr[key] = isr
         elif kind == TF:
             failures[error] += 1
+            emit(_found(FAILED_ELECTION if entity == ENTITY_PARTITION and to_state == online else REFUSED_TRANSITION,
+                        row))
         elif kind == TC or kind == TDC:
             incarnation[topic] = incarnation.get(topic, 0) + 1
             last_boundary[topic] = row
@@ -160,9 +169,12 @@ def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) ->
 
 
 def _end_era(last_transition: dict, last_boundary: dict, emit) -> None:
-    """Deleted topics end with no state: judged at the end of each era (and of the run)."""
+    """Deleted topics end with no state, and replicas still ReplicaDeletionIneligible are stuck:
+    judged at the end of each era (and of the run)."""
     TDC = TOPIC_DELETION_COMPLETED
     for (entity, topic, _p, _r), row in last_transition.items():
+        if entity == ENTITY_REPLICA and row[13] == REPLICA_DELETION_INELIGIBLE:
+            emit(_found(DELETION_STUCK, row))
         if topic is None:
             continue
         boundary = last_boundary.get(topic)

@@ -10,14 +10,16 @@ batches, a Parquet copy); nothing runs per row in Python — no UDF:
   and a running ``sum`` of create/delete rows per (run, era, topic) numbering topic incarnations;
 - legality: a broadcast join of the transition rows with the legal-transition table that
   :func:`statemachines.states.legal_transition_rows` derives from the one definition;
-- continuity: ``lag(to_state)`` over (run, era, controller epoch, entity, topic, partition,
-  replica) ordered by (seq, source, position);
+- continuity: ``lag(to_state)`` over (run, era, controller epoch, topic incarnation, entity, topic,
+  partition, replica) ordered by (seq, source, position);
 - controller epochs: conditions on what ``with_eras`` found;
 - per (run, era, topic, incarnation, partition): the running ``max`` of earlier leader epochs, the
   ``last`` earlier ISR (``array_except`` finds brokers that joined the ISR without being
   replicas), ``first(leader)`` per leader epoch, ``array_contains`` for the leader in its ISR;
 - deleted topics: the last create/delete row per (run, era, topic) and the last transition per
-  entity (``max_by`` on the order), joined.
+  entity (``max_by`` on the order), joined; the same last transitions find replicas stuck in
+  ReplicaDeletionIneligible;
+- findings (unclean, failed and refused transitions): conditions on the rows, as the violations.
 
 Every window and aggregation after the first is keyed by the run and more, so the rows are
 shuffled once, by run; that puts one run in one task: one very long run is audited by one core,
@@ -32,14 +34,15 @@ from __future__ import annotations
 from collections import Counter
 
 from audit.checks import (
-    CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DISCONTINUITY, DUPLICATE_LEADER,
-    EPOCH_KINDS, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION, ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED, LEADER_KINDS,
-    LEADER_NOT_IN_ISR, NON_EXISTENT, SORT_COLUMNS, TOPIC_BOUNDARY_KINDS, TRANSITION_KINDS, ZOMBIE_WRITE, Report,
+    CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DELETION_STUCK, DISCONTINUITY,
+    DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION, FINDING_KINDS, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION,
+    ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED, LEADER_KINDS, LEADER_NOT_IN_ISR, NON_EXISTENT, REFUSED_TRANSITION,
+    SORT_COLUMNS, TOPIC_BOUNDARY_KINDS, TRANSITION_KINDS, UNCLEAN_ELECTION, VIOLATION_KINDS, ZOMBIE_WRITE, Report,
     Violation, build_report, violation,
 )
 from audit.rows import COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, TOPIC_DELETION_COMPLETED, \
     TRANSITION_FAILED
-from statemachines.states import legal_transition_rows
+from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE, legal_transition_rows
 
 _ORDER = ("seq", "source", "position")
 
@@ -62,8 +65,11 @@ def audit(rows, *, limit: int | None = None) -> Report:
             try:
                 counts = {(r.violation, r.run_id, r.source): r["count"]
                           for r in found.groupBy("violation", "run_id", "source").count().collect()}
-                first = found.orderBy(*[F.col(c).asc_nulls_first() for c in SORT_COLUMNS]).limit(limit)
-                listed = [_to_violation(r) for r in first.collect()]
+                listed = []
+                for kinds in (VIOLATION_KINDS, FINDING_KINDS):  # each listed up to the limit
+                    first = (found.filter(F.col("violation").isin(*kinds))
+                             .orderBy(*[F.col(c).asc_nulls_first() for c in SORT_COLUMNS]).limit(limit))
+                    listed += [_to_violation(r) for r in first.collect()]
             finally:
                 found.unpersist()
     finally:
@@ -152,7 +158,7 @@ def violation_candidates(base):
     legal = (spark.createDataFrame([(m, f, t) for m, _, _, f, t in legal_transition_rows()],
                                    "entity string, from_state int, to_state int")
              .withColumn("_legal", lit(True)))
-    w = Window.partitionBy("run_id", "_era", "controller_epoch", "entity", "topic", "partition", "replica") \
+    w = Window.partitionBy("run_id", "_era", "controller_epoch", "_inc", "entity", "topic", "partition", "replica") \
         .orderBy(*ordered)
     transitions = (base.filter(col("kind").isin(*TRANSITION_KINDS))
                    .join(F.broadcast(legal), ["entity", "from_state", "to_state"], "left")
@@ -193,7 +199,13 @@ def violation_candidates(base):
         ((leader >= 0) & isr.isNotNull() & ~F.array_contains(isr, leader) & ~F.coalesce(col("unclean"), lit(False)),
          finding(LEADER_NOT_IN_ISR)),
         (isr.isNotNull() & col("replicas").isNotNull() & (F.size(F.array_except(joined, "replicas")) > 0),
-         finding(ISR_NOT_IN_REPLICAS, prev_isr=col("_prev_isr"))))
+         finding(ISR_NOT_IN_REPLICAS, prev_isr=col("_prev_isr"))),
+        (F.coalesce(col("unclean"), lit(False)), finding(UNCLEAN_ELECTION)))
+
+    # Failed and refused transitions (findings).
+    election = F.coalesce((col("entity") == ENTITY_PARTITION) & (col("to_state") == ONLINE_PARTITION), lit(False))
+    failure_findings = violations(base.filter(col("kind") == TRANSITION_FAILED),
+                                  (election, finding(FAILED_ELECTION)), (~election, finding(REFUSED_TRANSITION)))
 
     # Deleted topics end with no state: the last create/delete row per (run, era, topic), the last
     # transition per entity.
@@ -213,5 +225,9 @@ def violation_candidates(base):
         (col("to_state").isNotNull() & gone.isNotNull() & (col("to_state") != gone),
          finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))))
 
+    stuck_findings = violations(
+        last, ((col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
+               finding(DELETION_STUCK)))
+
     return (transition_violations.unionByName(epoch_violations).unionByName(leader_violations)
-            .unionByName(deleted_violations))
+            .unionByName(deleted_violations).unionByName(failure_findings).unionByName(stuck_findings))

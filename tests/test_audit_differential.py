@@ -236,6 +236,7 @@ def assert_same(local, spark) -> None:
         only_local = sorted(set(local.violations) - set(spark.violations), key=checks.sort_key)[:5]
         only_spark = sorted(set(spark.violations) - set(local.violations), key=checks.sort_key)[:5]
         pytest.fail(f"the engines disagree: only local {only_local}, only spark {only_spark}")
+    assert spark.findings == local.findings
     assert spark.summary == local.summary
 
 
@@ -249,6 +250,7 @@ def test_both_engines_give_identical_reports(spark, corpus):
     summary = local.summary
     assert summary["runs"] == 48 * 3 + 2 + 3 and summary["rows"] == len(corpus) > 30_000, summary
     assert all(n > 0 for n in summary["violations_by_kind"].values()), summary["violations_by_kind"]
+    assert all(n > 0 for n in summary["findings_by_kind"].values()), summary["findings_by_kind"]
     assert all("~" in run or run == "synthetic-planted" for run in summary["violations_by_run"]), \
         sorted(summary["violations_by_run"])
     assert sum("~" in run for run in summary["violations_by_run"]) > 60
@@ -257,6 +259,7 @@ def test_both_engines_give_identical_reports(spark, corpus):
     limited = spark_audit(df, limit=40)
     assert_same(local_audit(corpus, limit=40), limited)
     assert limited.violations == local.violations[:40] and limited.summary["listed"] == 40
+    assert limited.findings == local.findings[:40] and limited.summary["findings_listed"] == 40
     assert limited.summary["violations"] == summary["violations"] > 40
 
 

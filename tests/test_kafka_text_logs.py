@@ -23,7 +23,7 @@ from audit.kafka_text_logs import (
 )
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
-    REPLICA_TRANSITION, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
 )
 from statemachines.states import PartitionState as P
 from statemachines.states import ReplicaState as R
@@ -39,6 +39,11 @@ SELECTOR = "kafka.controller.OfflinePartitionLeaderSelector"
 
 def read(*lines: str):
     return read_kafka_lines(list(lines), source="t.log")
+
+
+def logged(reading) -> list:
+    """The rows read from lines, without the ``topic_created`` rows the reader infers (position 0)."""
+    return [x for x in reading.rows if x.position]
 
 
 def trace(message: str, logger: str = "state.change.logger", level: str = "TRACE") -> str:
@@ -98,21 +103,21 @@ def test_kafka_0_8_0_replica_lines_without_from_state_and_short_partition_state_
              trace("Controller 0 epoch 2 changed partition [test,0] from OnlinePartition to OnlinePartition with "
                    "leader 0"),
              trace("Controller 0 epoch 2 changed partition [test,0] state from Online to Offline"))
-    assert [(x.kind, x.from_state, x.to_state, x.replicas, x.leader) for x in r.rows] == [
+    assert [(x.kind, x.from_state, x.to_state, x.replicas, x.leader) for x in logged(r)] == [
         (PARTITION_TRANSITION, GONE, NEW, [0, 1], None),
         (REPLICA_TRANSITION, None, R_NEW, None, None),
         (PARTITION_TRANSITION, None, ONLINE, None, 0),
         (PARTITION_TRANSITION, ONLINE, OFFLINE, None, None)]
-    assert {(x.controller_id, x.controller_epoch) for x in r.rows} == {(0, 2)}
+    assert {(x.controller_id, x.controller_epoch) for x in logged(r)} == {(0, 2)}
     assert r.era == ERA_0_8 and "0.8.0" in r.version_hints
-    assert [x.position for x in r.rows] == [1, 2, 3, 4] and [x.seq for x in r.rows] == [1, 2, 3, 4]
+    assert [x.position for x in logged(r)] == [1, 2, 3, 4] and [x.seq for x in logged(r)] == [1, 2, 3, 4]
 
 
 def test_kafka_0_8_replica_failure_without_from_state():
     r = read(trace("Controller 0 epoch 3 initiated state change of replica 1 for partition [t,0] to OfflineReplica "
                    "failed", level="ERROR"),
              "kafka.common.StateChangeFailedException: Leader and isr path written by another controller")
-    assert [(x.kind, x.entity, x.replica, x.from_state, x.to_state, x.error) for x in r.rows] == [
+    assert [(x.kind, x.entity, x.replica, x.from_state, x.to_state, x.error) for x in logged(r)] == [
         (TRANSITION_FAILED, ENTITY_REPLICA, 1, None, R_OFFLINE, "StateChangeFailedException")]
 
 
@@ -147,7 +152,7 @@ def test_kafka_0_10_election_is_unclean_when_the_leader_was_not_in_the_last_know
                    "leader 3"),
              trace("Controller 1 epoch 58 changed partition [other,0] from OfflinePartition to OnlinePartition with "
                    "leader 3"))
-    assert [(x.topic, x.leader, x.unclean) for x in r.rows] == [
+    assert [(x.topic, x.leader, x.unclean) for x in logged(r)] == [
         ("dns_kafka_topic", 1, True), ("test-2", 3, False), ("other", 3, None)]   # other: ISR never seen
 
 
@@ -165,7 +170,7 @@ def test_kafka_0_10_controller_log_unclean_warning_and_selector_result():
             unclean.isr, unclean.unclean, unclean.position) == (1, OFFLINE, ONLINE, 1, 4, [1], True, 2)
     assert (clean.partition, clean.leader, clean.isr, clean.unclean) == (2, 2, [2, 3], False)
     # The selector's lines carry no controller id: they are the active controller's.
-    assert {(x.controller_id, x.controller_epoch) for x in r.rows} == {(1, 58)}
+    assert {(x.controller_id, x.controller_epoch) for x in logged(r)} == {(1, 58)}
 
 
 def test_kafka_0_11_lines_and_broker_side_lines():
@@ -176,7 +181,7 @@ def test_kafka_0_11_lines_and_broker_side_lines():
              trace("Broker 2 received LeaderAndIsr request PartitionState(controllerEpoch=1, leader=2, leaderEpoch=0, "
                    "isr=2, zkVersion=0, replicas=2) correlation id 1 from controller 1 epoch 1 for partition "
                    "[__CruiseControlMetrics,0]"))
-    assert [(x.from_state, x.to_state, x.replicas, x.leader, x.unclean) for x in r.rows] == [
+    assert [(x.from_state, x.to_state, x.replicas, x.leader, x.unclean) for x in logged(r)] == [
         (GONE, NEW, [2, 1, 3], None, None), (NEW, ONLINE, None, 2, False)]
     assert (r.counts.rows, r.counts.other) == (2, 1) and r.era == ERA_0_8
 
@@ -184,7 +189,7 @@ def test_kafka_0_11_lines_and_broker_side_lines():
 def test_kafka_0_8_server_log_election_has_no_epoch():
     r = read(trace("0 successfully elected as leader", "kafka.server.ZookeeperLeaderElector", "INFO"),
              trace("New leader is 0", "kafka.server.ZookeeperLeaderElector$LeaderChangeListener", "INFO"))
-    assert [(x.kind, x.controller_id, x.controller_epoch) for x in r.rows] == [(CONTROLLER_ELECTED, 0, -1)]
+    assert [(x.kind, x.controller_id, x.controller_epoch) for x in logged(r)] == [(CONTROLLER_ELECTED, 0, -1)]
 
 
 # --- 1.0 ---------------------------------------------------------------------------------------------
@@ -203,7 +208,7 @@ def test_kafka_1_0_prefixed_lines():
              "alive or not in the isr.",
              trace("[Controller id=3 epoch=4] Initiated state change of replica 2 for partition t-0 from OnlineReplica "
                    "to OfflineReplica failed", level="ERROR"))
-    assert [(x.kind, x.from_state, x.to_state, x.error) for x in r.rows] == [
+    assert [(x.kind, x.from_state, x.to_state, x.error) for x in logged(r)] == [
         (PARTITION_TRANSITION, GONE, NEW, None), (REPLICA_TRANSITION, R.NonExistentReplica.byte, R_NEW, None),
         (PARTITION_TRANSITION, NEW, ONLINE, None), (TRANSITION_FAILED, ONLINE, ONLINE, "StateChangeFailedException"),
         (TRANSITION_FAILED, R_ONLINE, R_OFFLINE, None)]     # no exception follows the last failure
@@ -220,13 +225,13 @@ def test_kafka_1_0_controller_log_election_isr_removal_and_deletions():
                    "kafka.controller.KafkaController", "INFO"),
              trace("[Topic Deletion Manager 3], Deletion of topic humidity successfully completed",
                    "kafka.controller.TopicDeletionManager", "INFO"))
-    assert [(x.kind, x.topic, x.leader, x.leader_epoch, x.isr, x.controller_epoch) for x in r.rows] == [
+    assert [(x.kind, x.topic, x.leader, x.leader_epoch, x.isr, x.controller_epoch) for x in logged(r)] == [
         (CONTROLLER_ELECTED, None, None, None, None, 4),
         (LEADER_AND_ISR_UPDATED, "pollution", -1, 1, [1], 4),
         (TOPIC_DELETION_REQUESTED, "temperature", None, None, None, 4),
         (TOPIC_DELETION_REQUESTED, "humidity", None, None, None, 4),
         (TOPIC_DELETION_COMPLETED, "humidity", None, None, None, 4)]
-    assert {x.controller_id for x in r.rows} == {3}
+    assert {x.controller_id for x in logged(r)} == {3}
 
 
 # --- 1.1 – 2.5 ---------------------------------------------------------------------------------------------
@@ -271,7 +276,7 @@ def test_kafka_2_3_request_partition_state_and_set():
                    "brokers Set(0, 2) for partition a-1-0"),
              trace("[Controller id=0 epoch=4] Changed partition a-1-0 from OfflinePartition to OnlinePartition with "
                    "state LeaderAndIsr(leader=2, leaderEpoch=2, isr=List(2), zkVersion=2)"))
-    assert [(x.topic, x.partition, x.leader, x.unclean) for x in r.rows] == [("a-1", 0, 2, False)]
+    assert [(x.topic, x.partition, x.leader, x.unclean) for x in logged(r)] == [("a-1", 0, 2, False)]
 
 
 # --- 2.6+ (INFO level) ----------------------------------------------------------------------------------------
@@ -305,7 +310,7 @@ def test_kafka_3_2_and_3_3_formats():
              trace("[Controller id=0 epoch=1] Changed partition test-topic-2 from NewPartition to OnlinePartition with "
                    "state LeaderAndIsr(leader=0, leaderEpoch=0, isr=List(0), leaderRecoveryState=RECOVERED, "
                    "partitionEpoch=0)", level="INFO"))
-    assert [(x.kind, x.topic, x.partition, x.leader, x.leader_epoch, x.isr, x.unclean) for x in r.rows] == [
+    assert [(x.kind, x.topic, x.partition, x.leader, x.leader_epoch, x.isr, x.unclean) for x in logged(r)] == [
         (LEADER_AND_ISR_UPDATED, "p", 0, -1, 1, [0], None), (PARTITION_TRANSITION, "p", 0, 0, 2, [0], False),
         (PARTITION_TRANSITION, "test-topic", 2, 0, 0, [0], False)]
     assert set(r.version_hints) == {"3.2", "3.2+", "3.3-3.4"}
@@ -322,7 +327,7 @@ def test_kafka_3_7_invalid_transition_is_refused_with_illegal_state_exception():
              "java.lang.IllegalStateException: Partition t-0 should be in one of NewPartition,OnlinePartition,"
              "OfflinePartition states before moving to OnlinePartition state. Instead it is in NonExistentPartition "
              "state")
-    assert [(x.entity, x.replica, x.from_state, x.to_state, x.error) for x in r.rows] == [
+    assert [(x.entity, x.replica, x.from_state, x.to_state, x.error) for x in logged(r)] == [
         (ENTITY_REPLICA, 1, R_ONLINE, R_DEL_OK, "IllegalStateException"),
         (ENTITY_PARTITION, -1, GONE, ONLINE, "IllegalStateException")]
 
@@ -332,13 +337,13 @@ def test_kafka_3_5_isr_with_broker_epochs():
                    "state LeaderAndIsr(leader=0, leaderEpoch=0, isrWithBrokerEpoch=List(BrokerState(brokerId=0, "
                    "brokerEpoch=-1), BrokerState(brokerId=1, brokerEpoch=-1)), leaderRecoveryState=RECOVERED, "
                    "partitionEpoch=0)", level="INFO"))
-    assert [(x.leader, x.leader_epoch, x.isr) for x in r.rows] == [(0, 0, [0, 1])] and r.version_hints == ("3.5+",)
+    assert [(x.leader, x.leader_epoch, x.isr) for x in logged(r)] == [(0, 0, [0, 1])] and r.version_hints == ("3.5+",)
 
 
 def test_kafka_2_7_alter_isr_accepted_by_the_controller():
     r = read(trace("[Controller id=2] ISR for partition p-1 updated to [2,0] and zkVersion updated to [13]",
                    "kafka.controller.KafkaController", "DEBUG"))
-    assert [(x.kind, x.topic, x.partition, x.leader, x.isr, x.controller_id) for x in r.rows] == [
+    assert [(x.kind, x.topic, x.partition, x.leader, x.isr, x.controller_id) for x in logged(r)] == [
         (LEADER_AND_ISR_UPDATED, "p", 1, None, [2, 0], 2)]
 
 
@@ -347,7 +352,7 @@ def test_controller_elections_of_each_era():
              trace("[Controller id=1] Epoch incremented to 5", "kafka.controller.KafkaController", "INFO"),
              trace("[Controller id=2] 2 successfully elected as the controller. Epoch incremented to 6 and epoch zk "
                    "version is now 6", "kafka.controller.KafkaController", "INFO"))
-    assert [(x.kind, x.controller_id, x.controller_epoch) for x in r.rows] == [
+    assert [(x.kind, x.controller_id, x.controller_epoch) for x in logged(r)] == [
         (CONTROLLER_ELECTED, 0, 3), (CONTROLLER_ELECTED, 1, 5), (CONTROLLER_ELECTED, 2, 6)]
 
 
@@ -363,9 +368,9 @@ def test_each_line_names_its_controller_and_lines_without_epoch_use_the_last_one
                    "INFO"),
              trace("[Controller id=0] Starting topic deletion for topics late-0", "kafka.controller.KafkaController",
                    "INFO"))
-    assert [(x.topic, x.controller_id, x.controller_epoch) for x in r.rows] == [
+    assert [(x.topic, x.controller_id, x.controller_epoch) for x in logged(r)] == [
         ("early", 0, -1), ("a", 1, 4), ("a", 0, 3), ("late-1", 1, 4), ("late-0", 0, 3)]
-    assert {x.run_id for x in r.rows} == {"kafka-log:t.log"}
+    assert {x.run_id for x in logged(r)} == {"kafka-log:t.log"}
 
 
 # --- KRaft ----------------------------------------------------------------------------------------------------
@@ -389,7 +394,7 @@ def test_lines_not_understood_are_counted_and_sampled_never_raised():
              "free text in the middle",
              trace("[Controller id=0 epoch=1] Changed state of replica 1 for partition t-0 from NewReplica to "
                    "OnlineReplica"))
-    assert [x.position for x in r.rows] == [6]
+    assert [x.position for x in logged(r)] == [6]
     assert (r.counts.header, r.counts.not_understood, r.counts.rows, r.counts.total) == (2, 3, 1, 6)
     assert [no for no, _ in r.not_understood_sample] == [3, 4, 5]
     assert "from Bogus" in r.not_understood_sample[0][1]
@@ -448,7 +453,7 @@ def test_gzip_and_latin_1_text_are_read(tmp_path):
     latin.write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
     for path in (gz, latin):
         r = read_kafka_log(path)
-        assert [(x.topic, x.to_state, x.source, x.run_id) for x in r.rows] == [
+        assert [(x.topic, x.to_state, x.source, x.run_id) for x in logged(r)] == [
             ("caf\u00e9", OFFLINE, str(path), run_id_for(path))]
         assert r.counts.continuation == 1
 
@@ -596,7 +601,8 @@ def test_every_real_file_is_read_whole(name):
     reading = real(name)
     with open(REAL_LOGS / name, "rb") as f:
         assert reading.counts.total == sum(1 for _ in f)
-    assert reading.run_id == f"kafka-log:{name}" and all(x.position == x.seq for x in reading.rows)
+    assert reading.run_id == f"kafka-log:{name}"
+    assert all(x.position == x.seq or (x.position == 0 and x.kind == TOPIC_CREATED) for x in reading.rows)
     assert [x.seq for x in reading.rows] == sorted(x.seq for x in reading.rows)
     if name in NOT_LOGS:
         # Not logs at all: every content line is "not understood", and the reading says why. (They do
@@ -851,7 +857,7 @@ def test_0_8_1_controller_elections_with_zookeeper_wiped():
 def test_0_8_state_change_dialect():
     name = "darrendao-kafka-0.8.1-state-change-2014-02-02-02.log"
     assert [(x.kind, x.from_state, x.to_state, x.controller_epoch) for x in real(name).rows] == [
-        (PARTITION_TRANSITION, GONE, NEW, 2), (REPLICA_TRANSITION, None, R_NEW, 2),
+        (TOPIC_CREATED, None, None, 2), (PARTITION_TRANSITION, GONE, NEW, 2), (REPLICA_TRANSITION, None, R_NEW, 2),
         (PARTITION_TRANSITION, None, ONLINE, 2),
         (REPLICA_TRANSITION, None, R_ONLINE, 2), (TRANSITION_FAILED, OFFLINE, ONLINE, 3),
         (REPLICA_TRANSITION, None, R_ONLINE, 3), (PARTITION_TRANSITION, None, ONLINE, 3)]
@@ -865,7 +871,7 @@ def test_3_6_zk_mode_restarts_and_3_5_leader_and_isr():
     assert [x.controller_epoch for x in rows("fenik2305-kafka-3.6.0-controller.log", CONTROLLER_ELECTED)] == [
         1, 2, 3, 4, 5]
     name = "fenik2305-kafka-3.6.0-state-change.log"
-    btcusd = rows(name, topic="btcusd")
+    btcusd = [x for x in rows(name, topic="btcusd") if x.kind != TOPIC_CREATED]
     assert [(x.from_state, x.to_state, x.leader, x.leader_epoch, x.isr, x.replicas) for x in btcusd] == [
         (GONE, NEW, None, None, None, [0]), (NEW, ONLINE, 0, 0, [0], None)]
     assert real(name).version_hints == ("3.5+",)
@@ -891,7 +897,7 @@ def test_0_11_multi_broker_topic_creation():
     assert [x.controller_epoch for x in rows("oridonner-kafka-0.11-controller.log", CONTROLLER_ELECTED)] == [1]
     name = "oridonner-kafka-0.11-state-change.log"
     assert Counter((x.kind, x.from_state, x.to_state) for x in real(name).rows) == {
-        (PARTITION_TRANSITION, GONE, NEW): 75, (PARTITION_TRANSITION, NEW, ONLINE): 29,
+        (TOPIC_CREATED, None, None): 4, (PARTITION_TRANSITION, GONE, NEW): 75, (PARTITION_TRANSITION, NEW, ONLINE): 29,
         (REPLICA_TRANSITION, R_GONE, R_NEW): 35, (REPLICA_TRANSITION, R_NEW, R_ONLINE): 35}
     metrics = rows(name, PARTITION_TRANSITION, topic="__CruiseControlMetrics", partition=0)
     assert [(x.to_state, x.replicas, x.leader) for x in metrics] == [(NEW, [2], None), (ONLINE, None, 2)]
@@ -936,3 +942,45 @@ def test_3_2_restart_with_failed_elections_then_leader_2():
     assert len(rows(name, TRANSITION_FAILED, error="StateChangeFailedException")) == 34
     assert [(x.partition, x.leader, x.isr, x.unclean) for x in rows(name, PARTITION_TRANSITION)] == [
         (1, 2, [2], False), (2, 2, [2], False), (0, 2, [2], False)]
+
+
+# --- topic creations the reader infers ---------------------------------------------------------------
+def _created(reading) -> list:
+    return [(x.seq, x.topic) for x in reading.rows if x.kind == TOPIC_CREATED]
+
+
+def test_a_topic_created_row_precedes_the_first_creation_of_a_topic_and_no_partition_addition():
+    new = "[Controller id=0 epoch=5] Changed partition {tp} state from NonExistentPartition to NewPartition with " \
+          "assigned replicas 0"
+    r = read(trace(new.format(tp="t-0"), level="INFO"), trace(new.format(tp="t-1"), level="INFO"),
+             trace(new.format(tp="u-0"), level="INFO"),
+             trace(new.format(tp="t-2"), level="INFO"))       # partitions added to t: the same incarnation
+    assert _created(r) == [(1, "t"), (3, "u")]
+    first = r.rows[0]
+    assert (first.position, first.partition, first.controller_epoch) == (0, -1, 5)
+
+
+def test_a_recreation_whose_deletion_the_log_does_not_show_starts_a_new_incarnation():
+    # At INFO level (2.6+) a deletion's transitions are TRACE: the log goes from OnlinePartition straight
+    # to a new NonExistentPartition -> NewPartition. That is a new topic, not a discontinuity, and its
+    # leader epochs start over.
+    new = "[Controller id=0 epoch=5] Changed partition t-0 state from NonExistentPartition to NewPartition with " \
+          "assigned replicas 0"
+    online = "[Controller id=0 epoch=5] Changed partition t-0 from NewPartition to OnlinePartition with state " \
+             "LeaderAndIsr(leader=0, leaderEpoch={e}, isr=List(0), zkVersion=0)"
+    bump = "[Controller id=0 epoch=5] Partition t-0 state changed to (Leader:-1,ISR:0,LeaderEpoch:1,ZkVersion:1," \
+           "ControllerEpoch:5) after removing replica 0 from the ISR as part of transition to OfflineReplica"
+    lines = [new, online.format(e=0), bump, new, online.format(e=0)]
+    r = read(*(trace(x, level="INFO") for x in lines))
+    assert _created(r) == [(1, "t"), (4, "t")]
+    from audit.local_engine import audit
+    assert audit(r.rows).summary["violations"] == 0
+
+
+def test_a_recreation_after_a_logged_deletion_starts_a_new_incarnation_once():
+    lines = ["[Controller id=0 epoch=1] Changed partition t-{p} state from NonExistentPartition to NewPartition "
+             "with assigned replicas 0",
+             "[Controller id=0 epoch=1] Changed partition t-{p} state from NewPartition to OfflinePartition",
+             "[Controller id=0 epoch=1] Changed partition t-{p} state from OfflinePartition to NonExistentPartition"]
+    r = read(*(trace(x.format(p=p)) for x in lines for p in (0, 1)), *(trace(lines[0].format(p=p)) for p in (0, 1)))
+    assert _created(r) == [(1, "t"), (7, "t")]
