@@ -112,7 +112,7 @@ from audit.rows import (
     REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
 )
 from statemachines.states import (
-    NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, PARTITION_BY_BYTE, REPLICA_BY_BYTE, legal_transition_rows,
+    ONLINE_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, PARTITION_BY_BYTE, REPLICA_BY_BYTE, legal_transition_rows,
 )
 
 # --- violation kinds ------------------------------------------------------------------------------------
@@ -184,6 +184,7 @@ class Violation(NamedTuple):
     source: str                  # where the row was read: file ...
     position: int                # ... and byte offset or line
     seq: int                     # order within the run
+    time_ms: int | None          # the row's time, when the source told it
     detail: str
 
 
@@ -254,8 +255,10 @@ def _detail(kind: str, row, a, b) -> str:
         return (f"{_what(row)}: leader {row.leader} (leader epoch {row.leader_epoch}) elected from outside the ISR "
                 f"(ISR {isr}): writes acknowledged by the previous ISR may be lost")
     if kind == FAILED_ELECTION:
+        outcome = ("the partition kept its leader" if row.from_state == ONLINE_PARTITION
+                   else "the partition stayed without a leader")
         return (f"{_what(row)}: election from {state_name(row.entity, row.from_state)} to OnlinePartition failed "
-                f"({row.error or 'no reason given'}): the partition stayed without a leader")
+                f"({row.error or 'no reason given'}): {outcome}")
     if kind == REFUSED_TRANSITION:
         return (f"{_what(row)}: {state_name(row.entity, row.from_state)} -> {state_name(row.entity, row.to_state)} "
                 f"refused or failed ({row.error or 'no reason given'})")
@@ -280,7 +283,7 @@ def violation(kind: str, row, a: Any = None, b: Any = None) -> Violation:
     violation the same way because they pass the same values here.
     """
     return Violation(kind, row.run_id, row.entity, row.topic, row.partition, row.replica, row.from_state,
-                     row.to_state, row.controller_epoch, row.source, row.position, row.seq,
+                     row.to_state, row.controller_epoch, row.source, row.position, row.seq, row.time_ms,
                      _detail(kind, row, a, b))
 
 
@@ -295,13 +298,14 @@ SORT_COLUMNS = ("run_id", "seq", "source", "position", "violation")  # the same 
 
 def build_report(violations: Iterable[Violation], violation_counts: Mapping[tuple, int],
                  rows_by_kind: Mapping[str | None, int], failures_by_error: Mapping[str | None, int],
-                 runs: int, limit: int | None = None) -> Report:
+                 runs: int, limit: int | None = None, rows_by_run: Mapping[str, int] | None = None) -> Report:
     """Assemble a report: ``violations`` (violations and findings, told apart by kind, sorted here and
     each cut to ``limit``) and the summary.
 
     ``violation_counts`` maps (kind, run_id, source) to the number of violations or findings found — all
     of them, also when only ``limit`` of them were listed. ``rows_by_kind`` and ``failures_by_error`` count
-    the rows audited (``transition_failed`` rows by error); ``runs`` is the number of distinct runs.
+    the rows audited (``transition_failed`` rows by error, and by run when ``rows_by_run`` is given);
+    ``runs`` is the number of distinct runs.
     """
     ordered = sorted(violations, key=sort_key)
     listed = [v for v in ordered if v.kind in VIOLATION_KINDS]
@@ -332,6 +336,7 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
         "runs": runs,
         "rows": sum(rows.values()),
         "rows_by_kind": dict(sorted(rows.items(), key=lambda kv: str(kv[0]))),
+        "rows_by_run": by_id(Counter({k: n for k, n in (rows_by_run or {}).items() if n})),
         "transitions": rows.get(REPLICA_TRANSITION, 0) + rows.get(PARTITION_TRANSITION, 0),
         "failures": rows.get(TRANSITION_FAILED, 0),
         "failures_by_error": dict(sorted(((e if e is not None else "unknown"), n)

@@ -69,7 +69,8 @@ def audit(rows: Iterable[AuditRow], *, limit: int | None = None) -> Report:
             r[4] == CONTROLLER_ELECTED and r[6] is not None and r[6] >= 0 for r in run_rows)
         _audit_run(run_rows, elections, found, failures)
     counts = Counter((v.kind, v.run_id, v.source) for v in found)
-    return build_report(found, counts, rows_by_kind, failures, len(by_run), limit)
+    rows_by_run = {run_id: len(run_rows) for run_id, run_rows in by_run.items()}
+    return build_report(found, counts, rows_by_kind, failures, len(by_run), limit, rows_by_run)
 
 
 def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) -> None:

@@ -76,13 +76,13 @@ def audit(rows, *, limit: int | None = None) -> Report:
         base.unpersist()
     rows_by_kind: Counter = Counter()
     failures: Counter = Counter()
-    runs = set()
+    rows_by_run: Counter = Counter()
     for r in stats:
-        runs.add(r.run_id)
+        rows_by_run[r.run_id] += r["count"]
         rows_by_kind[r.kind] += r["count"]
         if r.kind == TRANSITION_FAILED:
             failures[r.error] += r["count"]
-    return build_report(listed, counts, rows_by_kind, failures, len(runs), limit)
+    return build_report(listed, counts, rows_by_kind, failures, len(rows_by_run), limit, rows_by_run)
 
 
 def _to_violation(r) -> Violation:

@@ -35,8 +35,9 @@ def _cores(master: str) -> int:
     return 1 if master == "local" else 0
 
 
-def spark_session(master: str | None = None, *, app_name: str = "kcontroller"):
-    """The active session if there is one and ``master`` is None or names its master; else a new one.
+def spark_session(master: str | None = None, *, app_name: str = "kcontroller", conf: dict | None = None):
+    """The active session if there is one and ``master`` is None or names its master; else a new one,
+    with ``conf`` (Spark properties, e.g. ``spark.executor.memory``) on top of the defaults above.
 
     Raises ImportError (with what to install) when pyspark is missing.
     """
@@ -59,6 +60,8 @@ def spark_session(master: str | None = None, *, app_name: str = "kcontroller"):
     if cores:
         builder = (builder.config("spark.sql.shuffle.partitions", str(cores))
                    .config("spark.default.parallelism", str(cores)))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session

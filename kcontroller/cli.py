@@ -12,7 +12,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
-from kcontroller import cli_cluster, cli_simulate, cli_whatif
+from kcontroller import cli_audit, cli_cluster, cli_simulate, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_cluster.add_parsers(sub)
     cli_whatif.add_parser(sub)
     cli_simulate.add_parser(sub)
+    cli_audit.add_parser(sub)
     return parser
 
 
@@ -169,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
                     "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
+                    "audit": cli_audit.cmd_audit,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:

@@ -1,0 +1,385 @@
+"""An audit from start to end: find the inputs, read them, run the checks on the right engine, report.
+
+What ``kcontroller audit PATH...`` runs. A PATH is
+- an event-log directory (segment files ``*.kclog``): one run;
+- a directory whose subdirectories are event logs (a sweep's output): one run each;
+- a Kafka log file (``state-change.log``, ``controller.log``, rotated or gzip-compressed): one run;
+- a directory of Kafka log files: every regular, non-hidden file in it, one run each;
+- a glob of any of these.
+
+A path that does not exist, a glob that matches nothing, or a file that is not text is an *input
+error*: the others are still audited, and the result says which inputs failed (the command exits
+2). A Kafka file that is text but not a Kafka log is read (every line "not understood") and its
+reading says so; KRaft files are recognised and reported as having no controller state machines.
+
+The engine: ``local`` (in process, no JVM) or ``spark`` (:mod:`audit.spark_engine`, on the active
+session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
+input and ``spark`` above it (or ``local`` when no Java is found); the default threshold is where
+Spark overtook the in-process engine on this project's benchmark machine (docs/benchmarks.md).
+Both give identical reports. Kafka text logs are always read here, in the driver (they are small:
+a broker writes megabytes, not gigabytes) and handed to Spark as Arrow.
+"""
+from __future__ import annotations
+
+import glob as _glob
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from audit import local_engine
+from audit.checks import FINDING_KINDS, VIOLATION_KINDS, Report, Violation, state_name
+from audit.kafka_text_logs import KafkaLogError, KafkaLogReading, read_kafka_log, run_id_for
+from audit.log_rows import ReadStats, SegmentRef, discover_segments, iter_log_rows
+from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
+from events.log import LogError
+from events.segment import SEGMENT_SUFFIX
+
+EVENT_LOG = "event-log"
+KAFKA_LOG = "kafka-log"
+ENGINES = ("auto", "local", "spark")
+DEFAULT_SPARK_THRESHOLD = 256 * 1024 * 1024   # bytes of input; see docs/benchmarks.md
+DEFAULT_LIMIT = 1000
+TIMELINE_BUCKETS = 60
+REPORT_FORMAT = 1
+_GLOB_MAGIC = frozenset("*?[")
+
+
+@dataclass
+class AuditInput:
+    """One run to audit: where it is, what it is, and (after reading) what came of it."""
+    path: str                        # the event-log directory or the Kafka log file
+    type: str                        # EVENT_LOG or KAFKA_LOG
+    run_id: str
+    bytes: int
+    segments: list[SegmentRef] = field(default_factory=list)
+    reading: KafkaLogReading | None = None
+    error: str | None = None
+
+    def to_json(self, rows_by_run: dict) -> dict:
+        out = {"path": self.path, "type": self.type, "run_id": self.run_id, "bytes": self.bytes,
+               "rows": rows_by_run.get(self.run_id, 0)}
+        if self.type == EVENT_LOG:
+            out["segments"] = len(self.segments)
+        r = self.reading
+        if r is not None:
+            c = r.counts
+            out.update(era=r.era, kraft=r.kraft, is_log4j=r.is_log4j, version_hints=list(r.version_hints),
+                       lines={"total": c.total, "rows": c.rows, "other": c.other, "continuation": c.continuation,
+                              "header": c.header, "not_understood": c.not_understood},
+                       not_understood_sample=[{"line": no, "text": text} for no, text in r.not_understood_sample],
+                       notes=list(r.notes))
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+@dataclass
+class InputError:
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclass
+class AuditResult:
+    """Everything an audit found; :meth:`to_json` is the JSON report."""
+    engine: str
+    master: str | None
+    inputs: list[AuditInput]
+    errors: list[InputError]
+    report: Report
+    timeline: dict
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """2 when an input could not be read, else 1 when violations were found, else 0."""
+        if self.errors or any(i.error for i in self.inputs):
+            return 2
+        return 1 if self.report.summary["violations"] else 0
+
+    def to_json(self) -> dict:
+        summary = self.report.summary
+        rows_by_run = summary.get("rows_by_run", {})
+        return {
+            "format": REPORT_FORMAT,
+            "engine": self.engine,
+            "master": self.master,
+            "status": {0: "clean", 1: "violations", 2: "input errors"}[self.exit_status],
+            "exit_status": self.exit_status,
+            "inputs": [i.to_json(rows_by_run) for i in self.inputs],
+            "input_errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
+            "notes": list(self.notes),
+            "summary": summary,
+            "violation_kinds": VIOLATION_KINDS,
+            "finding_kinds": FINDING_KINDS,
+            "violations": [violation_json(v) for v in self.report.violations],
+            "findings": [violation_json(v) for v in self.report.findings],
+            "timeline": self.timeline,
+        }
+
+
+def violation_json(v: Violation) -> dict:
+    return {"kind": v.kind, "run_id": v.run_id, "entity": v.entity, "topic": v.topic, "partition": v.partition,
+            "replica": v.replica, "from": None if v.from_state is None else state_name(v.entity, v.from_state),
+            "to": None if v.to_state is None else state_name(v.entity, v.to_state),
+            "controller_epoch": v.controller_epoch, "source": v.source, "position": v.position, "seq": v.seq,
+            "time_ms": v.time_ms, "detail": v.detail}
+
+
+# --- finding the inputs -------------------------------------------------------------------------------------
+
+def _is_event_log(directory: str) -> bool:
+    try:
+        return any(name.endswith(SEGMENT_SUFFIX) for name in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
+    """(type, path) pairs named by one PATH argument, or an error."""
+    if _GLOB_MAGIC & set(path):
+        matches = sorted(_glob.glob(path, recursive=True))
+        if not matches:
+            return [], "no file or directory matches this glob"
+        out = []
+        for m in matches:
+            found, _ = _expand(m)
+            out += found
+        return out, None
+    if os.path.isdir(path):
+        if _is_event_log(path):
+            return [(EVENT_LOG, path)], None
+        out = []
+        for name in sorted(os.listdir(path)):
+            if name.startswith("."):
+                continue
+            child = os.path.join(path, name)
+            if os.path.isdir(child) and _is_event_log(child):
+                out.append((EVENT_LOG, child))
+            elif os.path.isfile(child):
+                out.append((KAFKA_LOG, child))
+        if not out:
+            return [], "a directory with no event log and no file in it"
+        return out, None
+    if os.path.isfile(path):
+        return [(KAFKA_LOG, path)], None
+    return [], "does not exist"
+
+
+def resolve_inputs(paths: Iterable[str]) -> tuple[list[AuditInput], list[InputError]]:
+    """The runs named by ``paths`` (see the module docstring), each once, in the order given."""
+    inputs: list[AuditInput] = []
+    errors: list[InputError] = []
+    seen: set[str] = set()
+    for arg in paths:
+        arg = os.fspath(arg)
+        found, problem = _expand(arg)
+        if problem is not None:
+            errors.append(InputError(arg, problem))
+        for kind, p in found:
+            p = os.path.normpath(p)
+            key = os.path.realpath(p)
+            if key in seen:
+                continue
+            seen.add(key)
+            if kind == EVENT_LOG:
+                try:
+                    refs = discover_segments(p)
+                except LogError as exc:
+                    errors.append(InputError(p, str(exc)))
+                    continue
+                size = sum(os.path.getsize(r.file) for r in refs)
+                inputs.append(AuditInput(p, EVENT_LOG, p, size, refs))
+            else:
+                inputs.append(AuditInput(p, KAFKA_LOG, run_id_for(p), os.path.getsize(p)))
+    # Kafka files of the same name (two brokers' state-change.log) are different runs.
+    names: dict[str, int] = {}
+    for i in inputs:
+        if i.type == KAFKA_LOG:
+            names[i.run_id] = names.get(i.run_id, 0) + 1
+    for i in inputs:
+        if i.type == KAFKA_LOG and names[i.run_id] > 1:
+            i.run_id = f"kafka-log:{i.path}"
+    return inputs, errors
+
+
+# --- the engines --------------------------------------------------------------------------------------------
+
+def java_available() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    return bool((home and os.path.exists(os.path.join(home, "bin", "java"))) or shutil.which("java"))
+
+
+def choose_engine(engine: str, total_bytes: int, spark_threshold: int) -> tuple[str, str | None]:
+    """The engine to run and, when ``auto`` had to decide against its rule, why."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine, None
+    if total_bytes < spark_threshold:
+        return "local", None
+    if not java_available():
+        return "local", (f"{total_bytes} bytes of input is above the Spark threshold ({spark_threshold}), but no "
+                         "Java was found (Spark needs Java 17+): audited in process")
+    return "spark", None
+
+
+def _read_kafka_logs(inputs: list[AuditInput]) -> list[AuditRow]:
+    rows: list[AuditRow] = []
+    for i in inputs:
+        if i.type != KAFKA_LOG:
+            continue
+        try:
+            i.reading = read_kafka_log(i.path, run_id=i.run_id)
+        except KafkaLogError as exc:
+            i.error = exc.reason
+            continue
+        rows += i.reading.rows
+    return rows
+
+
+def _audit_local(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
+    rows: list[AuditRow] = []
+    for i in inputs:
+        if i.type != EVENT_LOG:
+            continue
+        stats = ReadStats()
+        try:
+            rows.extend(iter_log_rows(i.path, stats))
+        except LogError as exc:  # the rows before the damage are audited; the input is reported
+            i.error = str(exc)
+    rows += _read_kafka_logs(inputs)
+    report = local_engine.audit(rows, limit=limit)
+    return report, timeline_of(_transition_times(rows), report)
+
+
+def _transition_times(rows: Iterable[AuditRow]) -> list[int]:
+    return [r.time_ms for r in rows if r.time_ms is not None and r.kind in (REPLICA_TRANSITION, PARTITION_TRANSITION)]
+
+
+def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None,
+                 conf: dict | None) -> tuple[Report, dict]:
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+
+    from audit import spark_engine
+    from audit.rows import SPARK_DDL, rows_to_arrow
+    from audit.spark_session import spark_session
+    from audit.spark_source import read_logs_df
+
+    spark = spark_session(master, app_name="kcontroller-audit", conf=conf)
+    frames = []
+    event_logs = [i.path for i in inputs if i.type == EVENT_LOG]
+    if event_logs:
+        frames.append(read_logs_df(spark, event_logs))
+    kafka_rows = _read_kafka_logs(inputs)
+    if kafka_rows:
+        frames.append(spark.createDataFrame(pa.Table.from_batches([rows_to_arrow(kafka_rows)])))
+    if not frames:
+        frames.append(spark.createDataFrame([], SPARK_DDL))
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    report = spark_engine.audit(df, limit=limit)
+    transitions = df.filter(F.col("time_ms").isNotNull() & F.col("kind").isin(REPLICA_TRANSITION, PARTITION_TRANSITION))
+    bounds = transitions.agg(F.min("time_ms").alias("lo"), F.max("time_ms").alias("hi")).collect()[0]
+    counts = None
+    if bounds.lo is not None:
+        start, width = _buckets(bounds.lo, bounds.hi, report)
+        bucket = F.least(F.floor((F.col("time_ms") - F.lit(start)) / F.lit(width)), F.lit(TIMELINE_BUCKETS - 1))
+        counts = {int(r.b): r["count"] for r in transitions.groupBy(bucket.alias("b")).count().collect()}
+    return report, _timeline(bounds.lo, bounds.hi, counts, report)
+
+
+# --- the timeline (the HTML report's chart) -----------------------------------------------------------------
+
+def _buckets(lo: int, hi: int, report: Report) -> tuple[int, int]:
+    times = [v.time_ms for v in (*report.violations, *report.findings) if v.time_ms is not None]
+    lo = min([lo, *times])
+    hi = max([hi, *times])
+    width = max(1, -(-(hi - lo + 1) // TIMELINE_BUCKETS))
+    return lo, width
+
+
+def timeline_of(times: list[int], report: Report) -> dict:
+    if not times:
+        return _timeline(None, None, None, report)
+    lo, hi = min(times), max(times)
+    start, width = _buckets(lo, hi, report)
+    counts: dict[int, int] = {}
+    for t in times:
+        b = min((t - start) // width, TIMELINE_BUCKETS - 1)
+        counts[b] = counts.get(b, 0) + 1
+    return _timeline(lo, hi, counts, report)
+
+
+def _timeline(lo, hi, counts: dict[int, int] | None, report: Report) -> dict:
+    """Transitions (all of them) and the violations and findings listed, per time bucket."""
+    if lo is None:
+        return {"start_ms": None, "bucket_ms": None, "transitions": [], "violations": [], "findings": []}
+    start, width = _buckets(lo, hi, report)
+    out = {"start_ms": start, "bucket_ms": width, "transitions": [0] * TIMELINE_BUCKETS,
+           "violations": [0] * TIMELINE_BUCKETS, "findings": [0] * TIMELINE_BUCKETS,
+           "listed_only": report.summary["violations"] > len(report.violations)
+           or report.summary["findings"] > len(report.findings)}
+    for b, n in (counts or {}).items():
+        out["transitions"][b] += n
+    for name, listed in (("violations", report.violations), ("findings", report.findings)):
+        for v in listed:
+            if v.time_ms is not None:
+                out[name][min((v.time_ms - start) // width, TIMELINE_BUCKETS - 1)] += 1
+    return out
+
+
+def _is_spark_error(exc: Exception) -> bool:
+    try:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return False
+    return isinstance(exc, (PySparkException, Py4JJavaError))
+
+
+def _spark_error_text(exc: Exception) -> str:
+    """The reader's own message when an executor's reader failed, else the first lines of Spark's."""
+    text = str(exc)
+    for marker in ("event log segment ", "LogCorruptError", "RowError", "LogError"):
+        at = text.find(marker)
+        if at >= 0:
+            return text[at:].splitlines()[0][:500]
+    return " ".join(text.strip().splitlines()[:3])[:500]
+
+
+# --- the whole audit ----------------------------------------------------------------------------------------
+
+def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None = None,
+              limit: int | None = DEFAULT_LIMIT, spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
+              conf: dict | None = None) -> AuditResult:
+    """Audit every run named by ``paths``; list at most ``limit`` violations and findings (counts are exact).
+    ``master`` and ``conf`` (Spark properties) are for the Spark engine."""
+    inputs, errors = resolve_inputs(paths)
+    if master is not None and engine == "auto":
+        engine = "spark"  # naming a cluster is asking for it
+    chosen, why = choose_engine(engine, sum(i.bytes for i in inputs), spark_threshold)
+    notes = [why] if why else []
+    if chosen == "spark":
+        try:
+            report, timeline = _audit_spark(inputs, limit, master, conf)
+        except Exception as exc:
+            if not _is_spark_error(exc):
+                raise
+            # A segment that cannot be read fails the job on an executor; its error names the file.
+            errors.append(InputError("(Spark job)", _spark_error_text(exc)))
+            report = local_engine.audit([], limit=limit)
+            timeline = timeline_of([], report)
+    else:
+        report, timeline = _audit_local(inputs, limit)
+    kraft = [i.path for i in inputs if i.reading is not None and i.reading.kraft]
+    if kraft:
+        notes.append(f"{len(kraft)} KRaft file(s): KRaft has no controller state machines, so there is nothing in "
+                     f"them to audit (read, recognised, and reported as such): {', '.join(kraft)}")
+    return AuditResult(chosen, master if chosen == "spark" else None, inputs, errors, report, timeline, notes)

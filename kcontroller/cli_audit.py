@@ -1,0 +1,122 @@
+"""``kcontroller audit PATH...``: check the transitions of event logs and Kafka log files.
+
+A PATH is an event-log directory, a directory of them (a sweep's output), a Kafka ``state-change.log``
+or ``controller.log`` (any version from 0.8, gzip or plain), a directory of Kafka log files, or a glob.
+Prints the verdict, the counts by kind and the first violations and findings; ``--report FILE.json``
+writes the whole report as JSON, ``--html FILE.html`` as one self-contained page.
+
+Exit status: 0 clean, 1 violations found, 2 an input could not be read (or the audit could not run).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from audit.checks import format_violation
+from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, AuditResult, run_audit
+
+EXIT_ERROR = 2
+SHOWN = 20  # violations and findings printed on stdout; the reports hold up to --limit
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("audit", help="check the transitions of event logs and Kafka state-change/controller "
+                                     "logs: legality, continuity, leaders, ISRs, controller epochs; exit 1 on "
+                                     "violations, 2 when an input cannot be read")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="an event-log directory, a directory of them, a Kafka log file, a directory of Kafka log "
+                        "files, or a glob of any of these")
+    p.add_argument("--engine", choices=ENGINES, default="auto",
+                   help="local: in process (no JVM); spark: Spark DataFrames; auto: local below --spark-threshold "
+                        "bytes of input, Spark above (default: %(default)s)")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master (local[N], spark://host:port, yarn, ...); implies --engine spark. Under "
+                        "spark-submit the session's own master is used")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark property for the session the audit builds (repeatable), e.g. "
+                        "spark.executor.memory=4g")
+    p.add_argument("--report", metavar="FILE.json", help="write the full report as JSON")
+    p.add_argument("--html", metavar="FILE.html", help="write the report as one self-contained HTML page")
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT,
+                   help="list at most this many violations and findings in the reports; counts are always exact "
+                        "(default: %(default)s)")
+    p.add_argument("--spark-threshold", type=int, default=DEFAULT_SPARK_THRESHOLD, metavar="BYTES",
+                   help="input size from which --engine auto uses Spark (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the summary")
+    return p
+
+
+def _write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def print_summary(result: AuditResult, out=None) -> None:
+    out = out or sys.stdout
+    s = result.report.summary
+    status = {0: "clean", 1: "VIOLATIONS FOUND", 2: "INPUT ERRORS"}[result.exit_status]
+    engine = result.engine + (f" on {result.master}" if result.master else "")
+    out.write(f"audit: {status} — {len(result.inputs)} input(s), {s['runs']} run(s), {s['rows']} rows, "
+              f"{s['transitions']} transitions (engine {engine})\n")
+    for e in result.errors:
+        out.write(f"  cannot read {e}\n")
+    for i in result.inputs:
+        if i.error:
+            out.write(f"  cannot read {i.path}: {i.error}\n")
+        r = i.reading
+        if r is not None:
+            for note in r.notes:
+                out.write(f"  {i.path}: {note}\n")
+            if r.counts.not_understood and r.is_log4j:
+                out.write(f"  {i.path}: {r.counts.not_understood} line(s) not understood (sampled in the report)\n")
+    for note in result.notes:
+        out.write(f"  note: {note}\n")
+    for title, total, by_kind, listed in (("violations", s["violations"], s["violations_by_kind"],
+                                           result.report.violations),
+                                          ("findings", s["findings"], s["findings_by_kind"], result.report.findings)):
+        kinds = ", ".join(f"{k} {n}" for k, n in by_kind.items() if n)
+        out.write(f"{title}: {total}{' (' + kinds + ')' if kinds else ''}\n")
+        for v in listed[:SHOWN]:
+            out.write(f"  {format_violation(v)}\n")
+        if total > min(len(listed), SHOWN):
+            out.write(f"  ... {total - min(len(listed), SHOWN)} more (see --report / --html)\n")
+    if s["failures_by_error"]:
+        out.write("failed transitions by error: " + ", ".join(f"{k} {n}" for k, n in s["failures_by_error"].items())
+                  + "\n")
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    conf = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"kcontroller: error: --conf {item!r}: expected KEY=VALUE", file=sys.stderr)
+            return EXIT_ERROR
+        conf[key.strip()] = value.strip()
+    try:
+        result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
+                           spark_threshold=args.spark_threshold, conf=conf)
+    except ImportError as exc:
+        print(f"kcontroller: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    report = result.to_json()
+    if args.report:
+        _write(args.report, json.dumps(report, indent=2) + "\n")
+    if args.html:
+        from audit.html_report import render
+        _write(args.html, render(report))
+    if args.json:
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_summary(result)
+        for what, path in (("JSON report", args.report), ("HTML report", args.html)):
+            if path:
+                print(f"{what}: {path}")
+    return result.exit_status

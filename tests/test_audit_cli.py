@@ -1,0 +1,214 @@
+"""``kcontroller audit``: inputs, engines, exit statuses, the JSON and HTML reports, and the verdict on
+every real Kafka log in ../shared/real-logs (controller-epoch resets, unclean and failed elections,
+deletions stuck in ReplicaDeletionIneligible, KRaft files said to have nothing to audit)."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import structlog
+
+from audit.runner import EVENT_LOG, KAFKA_LOG, resolve_inputs, run_audit
+from controller.state_machine_harness import ScriptSpec, run_scripted
+from events import records as R
+from events.log import FsyncPolicy, LogWriter
+from kcontroller.cli import main
+from statemachines.states import ReplicaState
+
+REAL_LOGS = Path(os.environ.get("KCONTROLLER_REAL_LOGS") or Path(__file__).parents[1].parent / "shared" / "real-logs")
+needs_real_logs = pytest.mark.skipif(not REAL_LOGS.is_dir(), reason=f"no real logs at {REAL_LOGS}")
+
+# What each real file shows, as the audit must find it: violations and findings by kind (files not
+# listed have neither). Every entry was checked against the file and its line in INDEX.md.
+REAL_VERDICTS = {
+    "1316591029-kafka-0.10.1-state-change.log": ({}, {"failed_election": 1}),
+    "andreastraut-kafka-2.8.0-controller-2021-04-28.log": ({"controller_epoch_reset": 1}, {}),
+    "andreastraut-kafka-2.8.0-state-change-2021-04-28-part1.log": ({}, {"failed_election": 29}),
+    "andreastraut-kafka-2.8.0-state-change-2021-04-28-part2.log": ({}, {"failed_election": 28}),
+    "andreastraut-kafka-2.8.0-state-change-2021-04-28-part3.log": ({}, {"failed_election": 5}),
+    "andreastraut-kafka-2.8.0-state-change-2021-04-28-part4.log": ({"controller_epoch_reset": 1},
+                                                                   {"failed_election": 16}),
+    "andreinedelciu-kafka-brokers-public-controller.log": ({}, {"unclean_election": 3}),
+    "andreinedelciu-kafka-brokers-public-state-change-2020-10-28-15.log": ({}, {"failed_election": 6}),
+    "andreinedelciu-kafka-brokers-public-state-change-part1.log": ({}, {"failed_election": 6}),
+    "andreinedelciu-kafka-brokers-public-state-change-part2.log": ({}, {"unclean_election": 3,
+                                                                        "failed_election": 20}),
+    "bitterdone-k2.3.1-state-change-deletion-retry.log": ({"controller_epoch_reset": 1}, {"deletion_stuck": 1}),
+    "choopong-kafka-1.1-state-change.log": ({}, {"failed_election": 51}),
+    "citypulse-kafka-1.0-state-change-part1.log": ({}, {"failed_election": 16}),
+    "citypulse-kafka-1.0-state-change-part2.log": ({}, {"failed_election": 2}),
+    "darrendao-kafka-0.8.1-controller-2014-02-02-01.log": ({"controller_epoch_reset": 1}, {}),
+    "darrendao-kafka-0.8.1-state-change-2014-02-02-02.log": ({}, {"failed_election": 1}),
+    "darrendao-kafka-0.8.1-state-change.log": ({}, {"failed_election": 1}),
+    "parasmani300-kafka-2.5-state-change-deletion-ineligible.log": ({}, {"deletion_stuck": 6}),
+    "vishalbb27-kafka-3.2.1-controller-part1.log": ({"controller_epoch_reset": 1}, {}),
+    "vishalbb27-kafka-3.2.1-state-change-part2.log": ({}, {"failed_election": 2}),
+    "vishalbb27-kafka-3.2.1-state-change-part3.log": ({}, {"failed_election": 34}),
+}
+KRAFT_FILES = 8
+NOT_LOGS = {"INDEX.md", "confluentinc-examples-multiregion-describe-liveobservers.txt",
+            "confluentinc-examples-multiregion-describe.txt",
+            "ghshu-kafka-notes-describe-leader-none-broker-id-change.txt",
+            "yunanjeong-kafka-test-consumer-offsets-reassignment.json"}
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog():
+    """``main`` configures structlog for the process (as the CLI must); put it back for the other tests."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+    structlog.reset_defaults() if not saved else None
+
+
+def scripted_log(path: Path, *, plant_illegal: bool = False, seed: int = 0, batch_records: int = 1000) -> Path:
+    """An event log of a scripted run (broker 1 killed); optionally with one illegal transition planted at
+    its end (OnlineReplica -> NewReplica)."""
+    records: list = []
+    run_scripted(ScriptSpec(brokers=4, partitions=8, kill=(1,), seed=seed), records.append)
+    if plant_illegal:
+        last = records[-1]
+        records.append(R.ReplicaTransition(R.ReplicaTransition.KIND, R.SCHEMA_VERSION, last.offset + 1,
+                                           last.controller_id, last.controller_epoch, last.timestamp_ms, last.offset,
+                                           "planted", 0, 2, ReplicaState.OnlineReplica.byte,
+                                           ReplicaState.NewReplica.byte))
+    with LogWriter(path, fsync=FsyncPolicy.none(), batch_records=batch_records) as writer:
+        for rec in records:
+            writer.append(rec)
+    return path
+
+
+def by_run_and_kind(items: list) -> dict:
+    out: dict = {}
+    for v in items:
+        out.setdefault(v.run_id, Counter())[v.kind] += 1
+    return out
+
+
+# --- the real logs ----------------------------------------------------------------------------------------
+
+@needs_real_logs
+def test_every_real_file_is_read_and_audited_as_it_shows():
+    result = run_audit([str(REAL_LOGS)], engine="local", limit=None)
+    assert not result.errors and not any(i.error for i in result.inputs)
+    names = {os.path.basename(i.path) for i in result.inputs}
+    assert len(names) == 62 and "INDEX.md" in names   # the 61 files, and the index (not a log: said so)
+    violations = by_run_and_kind(result.report.violations)
+    findings = by_run_and_kind(result.report.findings)
+    for i in result.inputs:
+        name = os.path.basename(i.path)
+        expected = REAL_VERDICTS.get(name, ({}, {}))
+        got = (dict(violations.get(i.run_id, {})), dict(findings.get(i.run_id, {})))
+        assert got == expected, name
+    # KRaft files make no rows, and the report says why.
+    kraft = [i for i in result.inputs if i.reading.kraft]
+    assert len(kraft) == KRAFT_FILES and all(i.reading.rows == [] for i in kraft)
+    assert any("KRaft has no controller state machines" in n for n in result.notes)
+    not_logs = {os.path.basename(i.path) for i in result.inputs if not i.reading.is_log4j}
+    assert not_logs == NOT_LOGS
+    # Resets are the only violations: the audit exits 1 on this directory.
+    assert result.exit_status == 1
+    assert result.report.summary["violations_by_kind"]["controller_epoch_reset"] == 5
+
+
+@needs_real_logs
+def test_a_real_file_without_violations_exits_0_and_findings_do_not_fail_it(capsys):
+    path = REAL_LOGS / "parasmani300-kafka-2.5-state-change-deletion-ineligible.log"
+    assert main(["audit", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "audit: clean" in out and "deletion_stuck 6" in out and "second_topic" in out
+
+
+# --- our own logs ---------------------------------------------------------------------------------------
+
+def test_a_clean_log_exits_0_and_a_planted_violation_exits_1(tmp_path, capsys):
+    clean = scripted_log(tmp_path / "clean")
+    bad = scripted_log(tmp_path / "bad", plant_illegal=True)
+    assert main(["audit", str(clean)]) == 0
+    assert "audit: clean" in capsys.readouterr().out
+    assert main(["audit", str(clean), str(bad), "--report", str(tmp_path / "r.json")]) == 1
+    out = capsys.readouterr().out
+    assert "VIOLATIONS FOUND" in out and "illegal_transition" in out and "OnlineReplica -> NewReplica" in out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["exit_status"] == 1 and report["summary"]["violations_by_run"] == {str(tmp_path / "bad"): 1}
+    v, = report["violations"]
+    assert (v["kind"], v["topic"], v["replica"], v["from"], v["to"]) == (
+        "illegal_transition", "planted", 2, "OnlineReplica", "NewReplica")
+    assert v["source"].startswith(str(tmp_path / "bad")) and v["position"] > 0
+    assert {i["path"]: i["rows"] > 0 for i in report["inputs"]} == {str(tmp_path / "clean"): True,
+                                                                     str(tmp_path / "bad"): True}
+
+
+def test_a_directory_of_logs_and_globs_name_every_run_once(tmp_path):
+    for i in range(3):
+        scripted_log(tmp_path / "sweep" / f"seed-{i}", seed=i)
+    inputs, errors = resolve_inputs([str(tmp_path / "sweep"), str(tmp_path / "sweep" / "seed-*")])
+    assert not errors and [os.path.basename(i.path) for i in inputs] == ["seed-0", "seed-1", "seed-2"]
+    assert {i.type for i in inputs} == {EVENT_LOG}
+
+
+def test_unreadable_inputs_exit_2_and_the_rest_is_still_audited(tmp_path, capsys):
+    log = scripted_log(tmp_path / "log", plant_illegal=True)
+    binary = tmp_path / "state-change.log"
+    binary.write_bytes(b"\x00\x01\x02garbage\x00" * 100)
+    code = main(["audit", str(log), str(tmp_path / "missing"), str(binary), str(tmp_path / "nothing-*"),
+                 "--report", str(tmp_path / "r.json")])
+    assert code == 2
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["status"] == "input errors"
+    assert {e["path"] for e in report["input_errors"]} == {str(tmp_path / "missing"), str(tmp_path / "nothing-*")}
+    broken, = [i for i in report["inputs"] if i["type"] == KAFKA_LOG]
+    assert "error" in broken and broken["path"] == str(binary)
+    assert report["summary"]["violations"] == 1     # the readable log was audited all the same
+
+
+def test_a_damaged_segment_is_an_input_error_naming_the_file(tmp_path):
+    log = scripted_log(tmp_path / "log", batch_records=10)
+    segment = sorted(log.iterdir())[0]
+    data = bytearray(segment.read_bytes())
+    data[len(data) * 3 // 4] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    result = run_audit([str(log)], engine="local")
+    assert result.exit_status == 2
+    bad, = result.inputs
+    assert bad.error and str(segment.name) in bad.error
+    assert result.report.summary["rows"] > 0                # the rows before the damage were audited
+
+
+def test_the_html_report_is_one_self_contained_page(tmp_path):
+    log = scripted_log(tmp_path / "log", plant_illegal=True)
+    html = tmp_path / "out" / "audit.html"
+    assert main(["audit", str(log), "--html", str(html)]) == 1
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "illegal_transition" in page
+    assert "<script" not in page and "src=" not in page and "<link" not in page
+    assert "OnlineReplica -&gt; NewReplica" in page
+
+
+def test_the_engine_is_chosen_by_input_size_unless_named(tmp_path):
+    log = scripted_log(tmp_path / "log")
+    assert run_audit([str(log)], engine="auto").engine == "local"
+    from audit.runner import choose_engine
+    assert choose_engine("auto", 10, 100) == ("local", None)
+    assert choose_engine("local", 10 ** 12, 100) == ("local", None)
+    assert choose_engine("spark", 1, 100) == ("spark", None)
+    with pytest.raises(ValueError):
+        choose_engine("fast", 1, 1)
+
+
+# --- Spark -------------------------------------------------------------------------------------------------
+
+@pytest.mark.spark
+def test_spark_and_local_give_the_same_report(spark, tmp_path):
+    paths = [str(scripted_log(tmp_path / "a", plant_illegal=True)), str(scripted_log(tmp_path / "b", seed=3))]
+    if REAL_LOGS.is_dir():
+        paths.append(str(REAL_LOGS))
+    local = run_audit(paths, engine="local", limit=50).to_json()
+    on_spark = run_audit(paths, engine="spark", limit=50).to_json()
+    assert on_spark.pop("engine") == "spark" and local.pop("engine") == "local"
+    on_spark.pop("master"), local.pop("master")
+    assert on_spark == local
+    assert local["summary"]["violations"] >= 1 and local["timeline"]["transitions"]
