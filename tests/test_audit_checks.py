@@ -295,8 +295,8 @@ def found(rows, **kw) -> list[Violation]:
 
 
 def where(v: Violation) -> tuple:
-    """A violation without its detail text."""
-    return v[:-1]
+    """A violation without its time and detail text."""
+    return v[:-2]
 
 
 # --- clean runs ---------------------------------------------------------------------------------------------
