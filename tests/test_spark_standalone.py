@@ -1,5 +1,6 @@
 """Smoke test on a real (one-machine) Spark standalone cluster: master and worker daemons started
-from the pyspark package, our log reader run against spark://127.0.0.1:<port>.
+from the pyspark package, our log reader and ``kcontroller audit --master`` run against
+spark://127.0.0.1:<port> (one cluster for the module).
 
 The job runs in a separate Python process: a second SparkContext cannot live beside the one the
 other Spark tests share in this process. The executors get our packages from the job
@@ -58,8 +59,9 @@ def _alive_workers(ui_port: int) -> int:
         return 0
 
 
-@pytest.fixture
-def cluster(tmp_path):
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("spark-standalone")
     pyspark = pytest.importorskip("pyspark")
     spark_home = os.path.dirname(os.path.abspath(pyspark.__file__))
     master_port, master_ui, worker_port, worker_ui = (_free_port() for _ in range(4))
@@ -123,3 +125,40 @@ def test_the_log_reader_runs_on_a_standalone_cluster(cluster, tmp_path):
     lines = [line for line in job.stdout.splitlines() if line.startswith("ROWS ")]
     assert job.returncode == 0 and lines, job.stderr[-4000:]
     assert lines[0].split()[1:] == [str(expected), str(segments), "2"]
+
+
+def test_kcontroller_audit_runs_on_a_standalone_cluster(cluster, tmp_path):
+    from audit.runner import run_audit
+    from events import records as R
+    from statemachines.states import ReplicaState
+
+    logs = []
+    for i in range(2):
+        records: list = []
+        run_scripted(ScriptSpec(brokers=5, partitions=30, kill=(1,), seed=i), records.append)
+        if i == 1:  # one illegal transition planted at the end of the second log
+            last = records[-1]
+            records.append(R.ReplicaTransition(R.ReplicaTransition.KIND, R.SCHEMA_VERSION, last.offset + 1,
+                                               last.controller_id, last.controller_epoch, last.timestamp_ms,
+                                               last.offset, "planted", 0, 2, ReplicaState.OnlineReplica.byte,
+                                               ReplicaState.NewReplica.byte))
+        path = tmp_path / "logs" / f"run-{i}"
+        with LogWriter(path, fsync=FsyncPolicy.none(), segment_bytes=8192, batch_records=50) as writer:
+            for rec in records:
+                writer.append(rec)
+        logs.append(str(path))
+    expected = run_audit([str(tmp_path / "logs")], engine="local").to_json()
+
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    report = tmp_path / "report.json"
+    job = subprocess.run([sys.executable, "-m", "kcontroller", "audit", str(tmp_path / "logs"), "--master", cluster,
+                          "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
+                          "--report", str(report)],
+                         env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert job.returncode == 1, job.stdout[-2000:] + job.stderr[-4000:]
+    got = json.loads(report.read_text())
+    assert (got.pop("engine"), got.pop("master")) == ("spark", cluster)
+    expected.pop("engine"), expected.pop("master")
+    assert got == expected
+    assert got["summary"]["violations_by_kind"]["illegal_transition"] == 1
