@@ -1,7 +1,8 @@
 """The Spark session the audit and the sweeps run on: the active one, or one built for a master URL.
 
-Under ``spark-submit`` (or in a notebook) a session already exists, and its master, resources and
-configuration are the user's: :func:`spark_session` returns it untouched. Otherwise it builds one
+In a notebook a session already exists, and its master, resources and configuration are the
+user's: :func:`spark_session` returns it untouched; under ``spark-submit`` the session it builds
+takes its master and resources from spark-submit's options. Otherwise it builds one
 for ``master`` (``local[N]``, ``spark://host:port``, ...; default ``local[*]``) with what the audit
 wants and nothing that changes results: no UI or console progress bar, Arrow for DataFrames made
 from local data, UTC session time, and as many shuffle partitions as the master has cores (the
@@ -48,15 +49,22 @@ def spark_session(master: str | None = None, *, app_name: str = "kcontroller", c
     active = SparkSession.getActiveSession()
     if active is not None and (master is None or active.sparkContext.master == master):
         return active
-    master = master or DEFAULT_MASTER
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = (SparkSession.builder.master(master).appName(app_name)
+    # Under spark-submit (it starts the JVM and passes its port), the master and resources are the
+    # ones given to spark-submit: set none of ours.
+    submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ
+    if not submitted:
+        master = master or DEFAULT_MASTER
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if not submitted:
+        builder = builder.master(master)
+    builder = (builder
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.sql.session.timeZone", "UTC"))
-    cores = _cores(master)
+    cores = 0 if submitted else _cores(master)
     if cores:
         builder = (builder.config("spark.sql.shuffle.partitions", str(cores))
                    .config("spark.default.parallelism", str(cores)))
