@@ -1,5 +1,6 @@
-"""The ``kcontroller`` command: ``demo`` runs the main job; ``log``, ``describe`` and ``replay`` read event logs;
-the commands of ``kcontroller.cli_cluster`` drive the cluster a log describes (``new-cluster``, ``reassign``, ...)."""
+"""The ``kcontroller`` command: ``demo`` runs the main job; ``log``, ``describe`` and ``replay`` read event logs
+(``describe --quorum``, in ``kcontroller.cli_quorum``, shows a simulated run's KRaft metadata quorum); the commands
+of ``kcontroller.cli_cluster`` drive the cluster a log describes (``new-cluster``, ``reassign``, ...)."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
-from kcontroller import cli_audit, cli_cluster, cli_simulate, cli_whatif
+from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -64,12 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="start from the log's latest ClusterSnapshot and replay only the tail after it")
 
     describe = sub.add_parser("describe", help="the cluster as the log says it was, in the layout of "
-                                               "kafka-topics.sh --describe (or JSON)")
-    describe.add_argument("log_dir", metavar="LOG_DIR")
+                                               "kafka-topics.sh --describe (or JSON); with --quorum, a simulated "
+                                               "run's KRaft metadata quorum as kafka-metadata-quorum.sh describe "
+                                               "prints it")
+    describe.add_argument("log_dir", metavar="LOG_DIR", help="an event log directory (with --quorum: also a "
+                                                             "scenario file)")
     at = describe.add_mutually_exclusive_group()
     at.add_argument("--at", type=int, metavar="OFFSET", help="state after the record at this offset")
     at.add_argument("--time", type=int, metavar="T", help="state at simulated time T (ms)")
     describe.add_argument("--json", action="store_true", help="print JSON instead of text")
+    cli_quorum.add_options(describe)
     cli_cluster.add_parsers(sub)
     cli_whatif.add_parser(sub)
     cli_simulate.add_parser(sub)
@@ -153,6 +158,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    if args.quorum:
+        return cli_quorum.cmd_describe_quorum(args)
+    if args.replication or args.seed is not None:
+        print(f"kcontroller: error: {'--replication' if args.replication else '--seed'} goes with --quorum",
+              file=sys.stderr)
+        return EXIT_ERROR
     view = fold_log(args.log_dir, at_offset=args.at, at_time=args.time)
     if args.json:
         json.dump(view.to_json_dict(), sys.stdout, indent=2)
@@ -166,6 +177,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet = ("demo", "replay", "simulate", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
+    if args.command == "describe" and args.quorum:
+        quiet = (*quiet, "describe")  # it runs a simulation, as simulate does
     configure_logging(args.log_level or ("critical" if args.command in quiet else "warning"))
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,

@@ -15,5 +15,6 @@ The pieces:
 - ``scenario`` — the YAML scenario format (docs/scenarios.md) and its validation.
 - ``describe_parser`` and ``whatif`` — a real cluster's ``kafka-topics.sh --describe`` (or a
   reassignment JSON) rebuilt around the controller, and what broker failures or shutdowns do to it.
-- ``quorum`` — the KRaft metadata quorum's leader-side replica tracking and its describe output.
+- ``quorum`` — the KRaft metadata quorum's leader-side replica tracking and its describe output;
+  ``kraft_quorum`` runs it in a simulation (a scenario's ``quorum`` section), the brokers fetching.
 """

@@ -366,6 +366,9 @@ def format_summary(s: dict) -> str:
         elif o["kind"] == "describe":
             lines.append(f"  describe at {o['at_s']:g}s (line {o['line']}):")
             lines.extend("    " + row for row in o["lines"])
+        elif o["kind"] == "describe_quorum":
+            lines.append(f"  describe quorum at {o['at_s']:g}s (line {o['line']}):")
+            lines.extend("    " + row for row in o["lines"])
         elif o["kind"] == "note":
             lines.append(f"  note at {o['at_s']:g}s: {o['text']}")
     e = s["at_end"]

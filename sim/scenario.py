@@ -13,12 +13,13 @@ Format reference
 Times
 -----
 Every time (``duration``, ``at``, ``start``, ``stop``, ``latency``, ``jitter``, ``delay``,
-``until``, ``notice_after``) is an integer of milliseconds or a string with a unit: ``250ms``,
-``30s``, ``1.5s``, ``2m``, ``1h`` (``"250"`` without a unit is milliseconds too). A time is never
-negative and must come out as a whole number of milliseconds. In the data classes every time is
-an ``int`` of milliseconds in a field whose name ends in ``_ms`` (``at`` -> ``at_ms``, ``delay``
--> ``delay_ms``). ``at`` and ``until`` may also be relative: ``at: +5s`` is 5 s after the
-previous step (after 0 for the first), ``until: +20s`` is 20 s after the step's own ``at``.
+``until``, ``notice_after``, ``fetch_max_wait``) is an integer of milliseconds or a string with a
+unit: ``250ms``, ``30s``, ``1.5s``, ``2m``, ``1h`` (``"250"`` without a unit is milliseconds
+too). A time is never negative and must come out as a whole number of milliseconds. In the data
+classes every time is an ``int`` of milliseconds in a field whose name ends in ``_ms`` (``at`` ->
+``at_ms``, ``delay`` -> ``delay_ms``). ``at`` and ``until`` may also be relative: ``at: +5s`` is
+5 s after the previous step (after 0 for the first), ``until: +20s`` is 20 s after the step's own
+``at``.
 
 Top level
 ---------
@@ -30,6 +31,7 @@ Top level
     duration: 3m                  # required, > 0: the simulated time the run lasts
     cluster: {...}                # required
     network: {...}                # optional
+    quorum: {...}                 # optional: a KRaft metadata quorum beside the cluster
     topics: [...]                 # optional: the topics that exist at time 0
     workload: {...}               # optional
     steps: [...]                  # optional
@@ -66,6 +68,23 @@ booleans and integers. Values are kept as strings, as Kafka does (``false`` -> `
 
 The nodes of the network are the brokers (by id), ``zk`` (the ZooKeeper ensemble) and
 ``clients`` (the producers).
+
+``quorum``
+----------
+::
+
+    quorum:
+      voters: [0]                 # required: the controllers' node ids (controller.quorum.voters);
+                                  # not broker ids; the first is the leader, in epoch 1
+      version: "3.9"              # "3.7" (default) or "3.9": the describe output's format
+      fetch_max_wait: 500ms       # how long the leader holds a FETCH while its log does not grow
+                                  # (default 500ms, KafkaRaftClient's MAX_FETCH_WAIT_MS)
+
+With this section the simulation also runs the metadata log of a KRaft controller quorum
+(:mod:`sim.kraft_quorum`): every running broker fetches it as an observer, and the
+``describe_quorum`` step shows it as ``kafka-metadata-quorum.sh describe`` does. Voters are
+dedicated controllers: node ids are shared by brokers and controllers in KRaft, and a voter
+with a broker's id (combined mode) is not simulated.
 
 ``topics``
 ----------
@@ -186,6 +205,10 @@ Observation
   ``describe {topics?}``
       record the partitions of ``topics`` (all if omitted) as ``kafka-topics.sh --describe``
       shows them at that time, in the summary. Deleted topics may be named.
+  ``describe_quorum {replication?}``
+      record the metadata quorum as ``kafka-metadata-quorum.sh describe --status`` shows it at
+      that time (``--replication`` with ``replication: true``), in the summary. A DescribeQuorum
+      request: it drops the observers that last fetched 300 s or more before. Needs ``quorum``.
   ``expect {partition, leader?, isr?, replicas?}``, ``expect {topic, exists}``, ``expect {controller}``
       a check reported in the summary (a failed expectation does not stop the run). ``leader``
       is a broker id or ``none`` (no leader; also ``null`` or -1, kept as -1); ``isr`` is
@@ -198,12 +221,12 @@ There is no ``advance`` action: time passes between steps, and the run lasts ``d
 Data classes
 ------------
 :class:`Scenario` holds a :class:`ClusterSpec`, a :class:`NetworkSpec`, a tuple of
-:class:`TopicSpec`, a :class:`WorkloadSpec` of :class:`ProducerSpec` (or None) and a tuple of
-:class:`Step`. A step's
-``args`` holds every argument of its action's schema, normalized: the names are the YAML keys
-(times with ``_ms``: ``delay_ms``, ``until_ms``, ``notice_after_ms``), arguments not given are
-None (``controller`` False, ``notice_after_ms`` 0), partitions are ``(topic, partition)``
-tuples, broker lists tuples. In detail (``P`` a tuple of ``(topic, partition)``)::
+:class:`TopicSpec`, a :class:`WorkloadSpec` of :class:`ProducerSpec` (or None), a tuple of
+:class:`Step` and a :class:`QuorumSpec` (or None). A step's ``args`` holds every argument of its
+action's schema, normalized: the names are the YAML keys (times with ``_ms``: ``delay_ms``,
+``until_ms``, ``notice_after_ms``), arguments not given are None (``controller`` and
+``replication`` False, ``notice_after_ms`` 0), partitions are ``(topic, partition)`` tuples,
+broker lists tuples. In detail (``P`` a tuple of ``(topic, partition)``)::
 
     kill_broker, controlled_shutdown   {broker: int|None, controller: bool}
     expire_session                      {broker: int|None, controller: bool, notice_after_ms: int}
@@ -229,6 +252,7 @@ tuples, broker lists tuples. In detail (``P`` a tuple of ``(topic, partition)``)
                                          value: str|None}
     note                                {text: str}
     describe                            {topics: tuple[str, ...]|None}
+    describe_quorum                     {replication: bool}
     expect                              {partition: (str, int)|None, leader: int|None, isr: tuple|None,
                                          replicas: tuple|None, topic: str|None, exists: bool|None,
                                          controller: int|None}
@@ -256,8 +280,8 @@ from controller.config import DEFAULTS, ConfigError, KafkaConfig
 from controller.kafka_zk_client import InvalidTopicError, validate_topic_name
 
 __all__ = [
-    "ACTIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "Scenario", "ScenarioError", "Step", "TopicSpec",
-    "WorkloadSpec", "cut_links", "dump_scenario", "format_time", "load_scenario", "parse_scenario", "parse_time",
+    "ACTIONS", "QUORUM_VERSIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "QuorumSpec", "Scenario",
+    "ScenarioError", "Step", "TopicSpec", "WorkloadSpec", "cut_links", "dump_scenario", "format_time", "load_scenario", "parse_scenario", "parse_time",
 ]
 
 
@@ -309,6 +333,16 @@ class NetworkSpec:
     jitter_ms: int = 0
 
 
+QUORUM_VERSIONS = ("3.7", "3.9")
+
+
+@dataclass(frozen=True)
+class QuorumSpec:
+    voters: tuple[int, ...]           # controller node ids; the first is the leader
+    version: str = "3.7"              # one of QUORUM_VERSIONS
+    fetch_max_wait_ms: int = 500      # KafkaRaftClient.MAX_FETCH_WAIT_MS
+
+
 @dataclass(frozen=True)
 class Step:
     at_ms: int
@@ -329,6 +363,7 @@ class Scenario:
     workload: WorkloadSpec | None
     network: NetworkSpec
     steps: tuple[Step, ...]
+    quorum: QuorumSpec | None = None
     source: str = field(default="<string>", compare=False)
     text: str = field(default="", compare=False, repr=False)   # the YAML it was parsed from
 
@@ -395,10 +430,12 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "set_config": ("entity", "name", "config", "value"),
     "note": ("text",),
     "describe": ("topics",),
+    "describe_quorum": ("replication",),
     "expect": ("partition", "leader", "isr", "replicas", "topic", "exists", "controller"),
 }
 
-_TOP_KEYS = ("name", "description", "seed", "duration", "cluster", "network", "topics", "workload", "steps")
+_TOP_KEYS = ("name", "description", "seed", "duration", "cluster", "network", "quorum", "topics", "workload",
+             "steps")
 _NODES = ("zk", "clients")
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 _MERGE = "tag:yaml.org,2002:merge"
@@ -721,10 +758,12 @@ class _ScenarioParser(_Parser):
         cluster = self.cluster(f["cluster"])
         self.world = _World(cluster)
         network = self.network(f["network"]) if "network" in f else NetworkSpec()
+        self.quorum_spec = self.quorum(f["quorum"]) if "quorum" in f else None
         topics = self.initial_topics(f["topics"]) if "topics" in f else ()
         steps = self.steps(f["steps"]) if "steps" in f else ()
         workload = self.workload(f["workload"]) if "workload" in f else None
-        return Scenario(name, description, seed, duration, cluster, topics, workload, network, steps, self.source)
+        return Scenario(name, description, seed, duration, cluster, topics, workload, network, steps,
+                        quorum=self.quorum_spec, source=self.source)
 
     def cluster(self, node: yaml.Node) -> ClusterSpec:
         f = self.fields(node, "cluster", ("brokers", "down", "racks", "configs"), ("brokers",))
@@ -758,6 +797,35 @@ class _ScenarioParser(_Parser):
         latency = self.time(f["latency"], "network.latency") if "latency" in f else NetworkSpec.latency_ms
         jitter = self.time(f["jitter"], "network.jitter") if "jitter" in f else NetworkSpec.jitter_ms
         return NetworkSpec(latency, jitter)
+
+    def quorum(self, node: yaml.Node) -> QuorumSpec:
+        f = self.fields(node, "quorum", ("voters", "version", "fetch_max_wait"), ("voters",))
+        items = self.sequence(f["voters"], "quorum.voters", "a list of controller node ids (integers >= 0)")
+        brokers = self.world.brokers
+        voters: list[int] = []
+        for i, n in enumerate(items):
+            what = f"quorum.voters[{i}]"
+            v = self.integer(n, what, minimum=0, expected="a controller node id (an integer >= 0)")
+            if v in voters:
+                self.fail(n, f"{what}: voter {v} is listed twice")
+            if v in brokers:
+                self.fail(n, f"{what}: expected a controller node id that is not a broker's "
+                             f"({', '.join(map(str, brokers))}), got {v}: brokers and controllers share node ids, "
+                             f"and a broker that is also a voter (combined mode) is not simulated")
+            voters.append(v)
+        version = QuorumSpec.version
+        if "version" in f:
+            expected = " or ".join(QUORUM_VERSIONS)
+            vnode = self.scalar(f["version"], "quorum.version", expected, (_STR, _FLOAT))
+            version = vnode.value.strip()
+            if version not in QUORUM_VERSIONS:
+                self.fail(vnode, f"quorum.version: expected {expected}, got {vnode.value}")
+        max_wait = QuorumSpec.fetch_max_wait_ms
+        if "fetch_max_wait" in f:
+            max_wait = self.time(f["fetch_max_wait"], "quorum.fetch_max_wait")
+            if max_wait <= 0:
+                self.fail(f["fetch_max_wait"], "quorum.fetch_max_wait: expected a time > 0")
+        return QuorumSpec(tuple(voters), version, max_wait)
 
     def topic_spec(self, node: yaml.Node, what: str, f: dict[str, yaml.Node], at_ms: int, line: int) -> TopicSpec:
         name = self.topic_name(f["name"], f"{what}.name")
@@ -1161,6 +1229,12 @@ class _ScenarioParser(_Parser):
         topics = tuple(self.topic(n, f"{what}.topics[{i}]", at_ms, allow_deleted=True) for i, n in enumerate(items))
         return {"topics": topics}
 
+    def step_describe_quorum(self, node, what, f, at_ms) -> dict:
+        if self.quorum_spec is None:
+            self.fail(node, f"{what}: expected a quorum section in the scenario (the metadata quorum to describe); "
+                            f"there is none")
+        return {"replication": self.boolean(f["replication"], f"{what}.replication") if "replication" in f else False}
+
     def step_expect(self, node, what, f, at_ms) -> dict:
         out = dict.fromkeys(ACTIONS["expect"])
         key = self.one_of(node, what, f, ("partition", "topic", "controller"))
@@ -1306,6 +1380,10 @@ def dump_scenario(scenario: Scenario) -> str:
     doc["cluster"] = cluster
     doc["network"] = {"latency": format_time(scenario.network.latency_ms),
                       "jitter": format_time(scenario.network.jitter_ms)}
+    if scenario.quorum is not None:
+        q = scenario.quorum
+        doc["quorum"] = {"voters": list(q.voters), "version": q.version,
+                         "fetch_max_wait": format_time(q.fetch_max_wait_ms)}
     if scenario.topics:
         doc["topics"] = [_topic_yaml(t) for t in scenario.topics]
     if scenario.workload is not None:

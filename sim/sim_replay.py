@@ -3,10 +3,12 @@
 A simulation's log starts with a SimulationStarted record holding the scenario's YAML text and
 the seed. Re-running it must write the same records, byte for byte (the simulation is a
 function of the scenario and the seed); the first difference is reported with its offset.
+``rerun_simulation`` runs a log's simulation again up to a time, checking it along the way, to
+look at the simulated cluster then (``kcontroller describe --quorum LOG_DIR --time MS``).
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import msgpack
 
@@ -57,3 +59,30 @@ def replay_simulation(records: Iterable[tuple]) -> ReplayResult:
 def _chain(first, it: Iterator) -> Iterator:
     yield first
     yield from it
+
+
+def rerun_simulation(records: Iterable[tuple], until_ms: int | None = None,
+                     started: Callable[[Simulation], object] | None = None) -> Simulation:
+    """The simulation whose records these are, run again up to ``until_ms`` (default: its duration)
+    and stopped there, every record it writes on the way compared with the log's; ``started(sim)``
+    is called once the scenario is scheduled, before anything runs. Raises ValueError if the records
+    are not a simulation log, ``until_ms`` is past the run, or the run diverges."""
+    it = iter(records)
+    first = next(it, None)
+    if not is_simulation_log(first):
+        raise ValueError("not a simulation log: it does not start with SimulationStarted")
+    scenario = parse_scenario(first.text, first.source)
+    until_ms = scenario.duration_ms if until_ms is None else until_ms
+    if not 0 <= until_ms <= scenario.duration_ms:
+        raise ValueError(f"the run lasts {scenario.duration_ms} ms: {until_ms} ms is not within it")
+    cmp = _Compare(_chain(first, it))
+    try:
+        sim = Simulation(scenario, seed=first.seed, sink=cmp)
+        sim.start()
+        if started is not None:
+            started(sim)
+        sim.run_until(until_ms)
+    except _Diverged as d:
+        raise ValueError(f"the log does not replay (it was written by another engine, or changed): after "
+                         f"{cmp.count} identical records, {d.divergence}") from None
+    return sim

@@ -14,8 +14,10 @@ This module carries out the steps of a scenario: broker lifecycle and controlled
 KafkaServer's retries), sessions (and a zombie's late notice of its expiry), network partitions,
 slow followers, log-directory failures, topics and their configs, reassignments and leader
 elections (admin requests travel from ``"clients"`` to the controller), and the observations
-(``describe``, ``expect``, ``note``). The data plane — replica logs, fetchers, ISR changes,
-producers — is :mod:`sim.replication` and :mod:`sim.producer`; :mod:`sim.metrics` keeps score.
+(``describe``, ``describe_quorum``, ``expect``, ``note``). The data plane — replica logs,
+fetchers, ISR changes, producers — is :mod:`sim.replication` and :mod:`sim.producer`;
+:mod:`sim.metrics` keeps score. A scenario with a ``quorum`` section also runs a KRaft metadata
+quorum (:mod:`sim.kraft_quorum`) that the brokers fetch from.
 """
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ from events.records import (
     SimulationSummary, TopicCreated, TopicDeletionRequested,
 )
 from sim.event_loop import EventLoop
+from sim.kraft_quorum import SimQuorum
 from sim.metrics import Metrics
 from sim.network import Network
 from sim.producer import Producer
@@ -57,7 +60,8 @@ MAX_SETTLE_STEPS = 10_000_000
 SUPPORTED_ACTIONS = frozenset({
     "kill_broker", "start_broker", "expire_session", "partition_network", "heal_network", "note", "create_topic",
     "delete_topic", "add_partitions", "set_config", "controlled_shutdown", "elect_preferred", "elect_unclean",
-    "reassign", "cancel_reassignment", "slow_follower", "catch_up", "fail_log_dir", "describe", "expect"})
+    "reassign", "cancel_reassignment", "slow_follower", "catch_up", "fail_log_dir", "describe", "describe_quorum",
+    "expect"})
 UNCLEAN = "unclean.leader.election.enable"
 MIN_ISR = "min.insync.replicas"
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
@@ -83,6 +87,7 @@ class Simulation:
         self.store_rng = random.Random(self.seed + 1)
         self.zk = ZooKeeper(self.loop.clock)
         self.metrics = Metrics(self)
+        self.quorum = SimQuorum(self, scenario.quorum) if scenario.quorum is not None else None
         observe = self.metrics.observe
         if sink is None:
             self.records: list | None = []
@@ -90,9 +95,15 @@ class Simulation:
         else:
             self.records = None
 
-        def journal_sink(rec, _out=sink) -> None:
-            observe(rec)
-            _out(rec)
+        if self.quorum is None:
+            def journal_sink(rec, _out=sink) -> None:
+                observe(rec)
+                _out(rec)
+        else:
+            def journal_sink(rec, _out=sink, _metadata=self.quorum.observe) -> None:
+                observe(rec)
+                _metadata(rec)
+                _out(rec)
         self.journal = Journal(journal_sink)
         self.replication = Replication(self)
         self.topic_configs: dict[str, dict[str, str]] = {}
@@ -109,6 +120,7 @@ class Simulation:
         self.admin.create_top_level_paths()
         self._zk_tick = None
         self._armed_opened = -1
+        self._started = False
         self.journal.set_time(0)
         self.journal.input(SimulationStarted, scenario.name, scenario.source, scenario.text or dump_scenario(scenario),
                            self.seed)
@@ -118,6 +130,16 @@ class Simulation:
     def run(self, progress: Callable[[int, int], object] | None = None) -> None:
         """Start the brokers, create the topics, run the steps, and stop at the scenario's duration.
         ``progress(now_ms, duration_ms)`` is called every few thousand events."""
+        self.start()
+        self.run_until(self.scenario.duration_ms, progress)
+
+    def start(self) -> None:
+        """Schedule what the scenario does (``run`` does this; ``start`` then ``run_until(t)`` stops at ``t``)."""
+        if self._started:
+            raise SimulationError("the simulation has already been started")
+        self._started = True
+        if self.quorum is not None:
+            self.loop.at(0, self.quorum.start, "quorum leader elected")
         for b in self.scenario.cluster.brokers:
             if b not in self.scenario.cluster.down:
                 self.loop.at(0, lambda b=b: self._start_broker(b), f"start {b}")
@@ -133,7 +155,6 @@ class Simulation:
                 producer = Producer(self, spec, i)
                 self.producers.append(producer)
                 producer.start()
-        self.run_until(self.scenario.duration_ms, progress)
 
     def summary(self) -> dict:
         """What the run cost, as :func:`sim.metrics.format_summary` prints it."""
@@ -326,6 +347,8 @@ class Simulation:
         self.brokers[b] = broker
         self._input(BrokerStarted, b, broker.host, broker.port, rack)
         broker.start()
+        if self.quorum is not None:
+            self.quorum.broker_started(broker)
 
     def _live_broker_ids(self) -> list[int]:
         return sorted(b for b, broker in self.brokers.items() if broker.alive)
@@ -489,6 +512,8 @@ class Simulation:
         elif action == "describe":
             self.metrics.observe_step({"kind": "describe", "at_s": self.loop.now / 1000, "line": step.line,
                                        "lines": self.describe_lines(a["topics"])})
+        elif action == "describe_quorum":
+            self.metrics.observe_step(self._describe_quorum(step.line, a["replication"]))
         elif action == "expect":
             self.metrics.observe_step(self._expect(step))
         elif action == "create_topic":
@@ -558,6 +583,24 @@ class Simulation:
         return [f"Topic: {t}\tPartition: {p}\tLeader: {leader if leader >= 0 else 'none'}\t"
                 f"Replicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
                 for (t, p), leader, isr, replicas in self._partition_states(topics)]
+
+    def describe_quorum_text(self, replication: bool = False) -> str:
+        """``kafka-metadata-quorum.sh describe --status`` (``--replication``) now, then the ``#`` lines
+        with each observer's last-fetch age. A DescribeQuorum request: it expires idle observers."""
+        if self.quorum is None:
+            raise SimulationError(f"{self.scenario.source}: the scenario has no quorum section")
+        return self.quorum.describe_text(replication)[1]
+
+    def _describe_quorum(self, line: int, replication: bool) -> dict:
+        if self.quorum is None:
+            raise SimulationError(f"line {line}: describe_quorum needs a quorum section")
+        result, text = self.quorum.describe_text(replication)
+        now = self.loop.now
+        observers = [{"id": o.replica_id, "directory_id": o.directory_id,
+                      "last_fetch_ago_ms": None if o.last_fetch_timestamp < 0 else now - o.last_fetch_timestamp}
+                     for o in result.observers]
+        return {"kind": "describe_quorum", "at_s": now / 1000, "line": line, "replication": replication,
+                "lines": text.rstrip("\n").split("\n"), "observers": observers}
 
     def _expect(self, step) -> dict:
         a = step.args

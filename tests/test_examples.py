@@ -103,3 +103,29 @@ def test_deletion_stuck_on_a_dead_broker_completes_when_it_returns():
     recreated = [r for r in records if type(r) is TopicCreated and r.topic == "old-events"]
     assert len(recreated) == 2 and recreated[1].offset > done.offset      # the name is free again
     assert s["acknowledged_writes_lost"] == 0
+
+
+def test_a_killed_broker_stays_a_kraft_observer_until_a_describe_300_s_after_its_last_fetch():
+    _, s, _, _ = run("kraft-observer-expiry")
+    described = {o["at_s"]: o for o in s["observations"] if o["kind"] == "describe_quorum"}
+
+    def last_fetch_ago(at_s: float) -> dict[int, int]:
+        return {o["id"]: o["last_fetch_ago_ms"] for o in described[at_s]["observers"]}
+
+    def current_observers(at_s: float) -> str:
+        return next(line for line in described[at_s]["lines"] if line.startswith("CurrentObservers:"))
+
+    assert all(age < 500 for age in last_fetch_ago(15).values()) and set(last_fetch_ago(15)) == {1, 2, 3}
+    # Killed at 20 s: the fetch it left waiting at the leader was taken at the 20 s NoOpRecord.
+    assert last_fetch_ago(30)[2] == 10_000                      # the seed's describe: still listed
+    assert '{"id": 2, ' in current_observers(30)
+    assert "# observer 2 (directoryId " in "\n".join(described[30]["lines"])
+    assert "last fetch 10,000 ms ago (dropped by a describe 290,000 ms or more from now)" in \
+        "\n".join(described[30]["lines"])
+    assert last_fetch_ago(319)[2] == 299_000                    # one second short of the timeout
+    assert set(last_fetch_ago(321)) == {1, 3} and '"id": 2' not in current_observers(321)
+    assert set(last_fetch_ago(330)) == {1, 2, 3}                # back with its first fetch after the restart
+    assert described[330]["replication"] and described[330]["lines"][0].startswith("NodeId\tDirectoryId")
+    high_watermarks = [int(line.split()[1]) for o in described.values() for line in o["lines"]
+                       if line.startswith("HighWatermark:")]
+    assert high_watermarks == sorted(high_watermarks) and high_watermarks[0] > 0

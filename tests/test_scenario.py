@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import sim.scenario as scenario_module
 from sim.scenario import (
-    ACTIONS, ClusterSpec, NetworkSpec, ProducerSpec, Scenario, ScenarioError, Step, TopicSpec, WorkloadSpec,
-    cut_links, dump_scenario, format_time, load_scenario, main, parse_scenario, parse_time,
+    ACTIONS, QUORUM_VERSIONS, ClusterSpec, NetworkSpec, ProducerSpec, QuorumSpec, Scenario, ScenarioError, Step,
+    TopicSpec, WorkloadSpec, cut_links, dump_scenario, format_time, load_scenario, main, parse_scenario, parse_time,
 )
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -34,7 +34,8 @@ def test_example_loads_and_tells_its_story(path: pathlib.Path) -> None:
     assert s.source == str(path)
     header = path.read_text(encoding="utf-8").split("\nname:", 1)[0]
     assert header.startswith("# ") and "What to look for" in header and "seeds/0" in header
-    assert 3 <= len(s.cluster.brokers) <= 5 and 10_000 <= s.duration_ms <= 300_000
+    # (the KRaft observer story needs five minutes after its kill: the observer session timeout)
+    assert 3 <= len(s.cluster.brokers) <= 5 and 10_000 <= s.duration_ms <= 330_000
     assert s.workload is not None and s.steps
     assert parse_scenario(dump_scenario(s), "dumped") == s
 
@@ -94,6 +95,11 @@ topics:
 """
 
 
+def quorum(*lines: str) -> str:
+    """BASE with a quorum section (its first key on line 10)."""
+    return BASE + "quorum:\n" + "".join(f"  {line}\n" for line in lines)
+
+
 def steps(*lines: str) -> str:
     """BASE with a steps section (its first step on line 10)."""
     return BASE + "steps:\n" + "".join(f"  {line}\n" for line in lines)
@@ -114,7 +120,7 @@ MALFORMED = [
     # top level
     ("name: t\ncluster: {brokers: [1]}\n", "1: scenario: missing 'duration'"),
     (BASE + "stepz: []\n", "9: scenario: unknown key 'stepz'; did you mean 'steps'? expected one of: name, "
-                           "description, seed, duration, cluster, network, topics, workload, steps"),
+                           "description, seed, duration, cluster, network, quorum, topics, workload, steps"),
     (BASE.replace("name: t", "name: ''"), "1: name: expected a non-empty name, got an empty string"),
     (BASE + "seed: -1\n", "9: seed: expected an integer >= 0, got -1"),
     (BASE + "seed: 0x10\n", "9: seed: expected an integer >= 0 written in decimal, got 0x10"),
@@ -337,6 +343,32 @@ MALFORMED = [
      "13: expect: expected one of 'partition', 'topic' or 'controller', not 'controller' and 'topic'"),
     (steps("- at: 10s", "  action: describe", "  topics: [nope]"),
      "12: describe.topics[0]: expected a topic that exists at 10s (orders), got 'nope'"),
+    # the metadata quorum
+    (steps("- at: 10s", "  action: describe_quorum"),
+     "10: describe_quorum: expected a quorum section in the scenario (the metadata quorum to describe); there "
+     "is none"),
+    (quorum("voters: [0]") + "steps:\n  - {at: 10s, action: describe_quorum, replication: yes please}\n",
+     "12: describe_quorum.replication: expected true or false, got 'yes please'"),
+    (quorum("voters: [0]") + "steps:\n  - {at: 10s, action: describe_quorum, replicaton: true}\n",
+     "12: steps[0]: unknown key 'replicaton'; did you mean 'replication'? expected one of: at, action, note, "
+     "replication"),
+    (quorum("voters: []"), "10: quorum.voters: expected a list of controller node ids (integers >= 0), got an "
+                           "empty list"),
+    (quorum("voters: 0"), "10: quorum.voters: expected a list of controller node ids (integers >= 0), got 0"),
+    (quorum("version: '3.9'"), "10: quorum: missing 'voters'"),
+    (quorum("voters: [0, -1]"), "10: quorum.voters[1]: expected a controller node id (an integer >= 0), got -1"),
+    (quorum("voters: [0, 4, 0]"), "10: quorum.voters[2]: voter 0 is listed twice"),
+    (quorum("voters:", "    - 0", "    - 2"),
+     "12: quorum.voters[1]: expected a controller node id that is not a broker's (1, 2, 3), got 2: brokers and "
+     "controllers share node ids, and a broker that is also a voter (combined mode) is not simulated"),
+    (quorum("voters: [0]", "version: 4.0"), "11: quorum.version: expected 3.7 or 3.9, got 4.0"),
+    (quorum("voters: [0]", "version: [3.7]"), "11: quorum.version: expected 3.7 or 3.9, got a list"),
+    (quorum("voters: [0]", "fetch_max_wait: 0ms"), "11: quorum.fetch_max_wait: expected a time > 0"),
+    (quorum("voters: [0]", "fetch_max_wait: soon"),
+     "11: quorum.fetch_max_wait: expected a time: an integer of ms or a string such as 250ms, 30s, 1.5s, 2m, "
+     "got 'soon'"),
+    (quorum("voters: [0]", "fetch_interval: 1s"),
+     "11: quorum: unknown key 'fetch_interval'; expected one of: voters, version, fetch_max_wait"),
 ]
 
 
@@ -516,6 +548,10 @@ def scenarios(draw) -> Scenario:
     live = [b for b in brokers if b not in down]
     up = {b: b in live for b in brokers}
     topics: dict[str, list] = {}        # name -> [partitions, deleted]
+    quorum = None
+    if draw(st.booleans()):
+        quorum = QuorumSpec(tuple(draw(st.lists(st.integers(21, 3000), min_size=1, max_size=5, unique=True))),
+                            draw(st.sampled_from(QUORUM_VERSIONS)), draw(st.integers(1, 10**6)))
     specs = []
     for name in draw(st.lists(TOPIC_NAMES, max_size=3, unique=True)):
         if any(t.replace(".", "_") == name for t in topics):
@@ -535,11 +571,15 @@ def scenarios(draw) -> Scenario:
         at = draw(st.integers(at, duration))
         existing = sorted(t for t, (_, deleted) in topics.items() if not deleted)
         choices = ["note", "heal_network", "catch_up", "slow_follower", "isolate", "kill_or_start", "expire"]
+        if quorum is not None:
+            choices.append("describe_quorum")
         if existing:
             choices += ["elect", "set_config", "delete", "expect", "describe"]
         kind = draw(st.sampled_from(choices))
         if kind == "note":
             action, args = "note", {"text": draw(NOTE_TEXT)}
+        elif kind == "describe_quorum":
+            action, args = "describe_quorum", {"replication": draw(st.booleans())}
         elif kind == "heal_network":
             action, args = "heal_network", {}
         elif kind == "catch_up":
@@ -600,7 +640,7 @@ def scenarios(draw) -> Scenario:
             draw(st.integers(1, 10**6)), start, draw(st.integers(start + 1, duration))),))
     return Scenario(draw(NOTE_TEXT), draw(st.just("") | NOTE_TEXT), draw(st.integers(0, 2**63)), duration,
                     ClusterSpec(brokers, configs, racks, down), tuple(specs), workload,
-                    NetworkSpec(draw(st.integers(0, 1000)), draw(st.integers(0, 1000))), tuple(steps))
+                    NetworkSpec(draw(st.integers(0, 1000)), draw(st.integers(0, 1000))), tuple(steps), quorum)
 
 
 @settings(max_examples=150, deadline=None)

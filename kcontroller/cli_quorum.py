@@ -1,0 +1,88 @@
+"""``kcontroller describe --quorum SOURCE [--time MS] [--replication] [--seed N]``: the KRaft metadata
+quorum of a simulated run, as ``kafka-metadata-quorum.sh describe --status`` (``--replication``) prints it.
+
+``SOURCE`` is a scenario file with a ``quorum`` section, run with its seed (or ``--seed``), or the
+log directory of such a simulation (``kcontroller simulate``), which is run again from its
+``SimulationStarted`` record, every record checked against the log. At ``--time`` (default: the
+end of the run) the quorum leader serves one DescribeQuorum request — so, as in Kafka, observers
+whose last fetch is 300 000 ms or more in the past are dropped first — exactly as a
+``describe_quorum`` step at that time would, placed after the scenario's own steps of that
+millisecond. Kafka's text comes out byte for byte for the scenario's version (3.7 or 3.9),
+followed by ``#`` lines saying how long ago each observer last fetched.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from events.log import LogReader
+from sim.scenario import ScenarioError, load_scenario, parse_scenario
+from sim.sim_replay import is_simulation_log, rerun_simulation
+from sim.simulation import Simulation, SimulationError
+
+EXIT_OK, EXIT_ERROR = 0, 2
+
+
+def add_options(describe: argparse.ArgumentParser) -> None:
+    describe.add_argument("--quorum", action="store_true",
+                          help="the KRaft metadata quorum instead, as kafka-metadata-quorum.sh describe --status "
+                               "prints it (plus '#' lines: each observer's last fetch); LOG_DIR is then a scenario "
+                               "file with a quorum section or a simulation's log directory, run up to --time")
+    describe.add_argument("--replication", action="store_true",
+                          help="with --quorum: describe --replication's table instead of --status")
+    describe.add_argument("--seed", type=int, default=None,
+                          help="with --quorum and a scenario file: the run's seed (default: the scenario's)")
+
+
+def _fail(message: str) -> int:
+    print(f"kcontroller: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def cmd_describe_quorum(args: argparse.Namespace) -> int:
+    if args.at is not None:
+        return _fail("--quorum describes a time (--time MS), not a record offset (--at)")
+    if args.json:
+        return _fail("--quorum prints kafka-metadata-quorum.sh's text; --json is for the cluster")
+    if args.time is not None and args.time < 0:
+        return _fail(f"--time: expected a time >= 0 ms, got {args.time}")
+    source = args.log_dir
+    is_log = os.path.isdir(source)
+    try:
+        if is_log:
+            if args.seed is not None:
+                return _fail("--seed is for a scenario file; a simulation log runs again with its own seed")
+            first = next(iter(LogReader(source).records()), None)
+            if not is_simulation_log(first):
+                return _fail(f"{source} is not a simulation's log (it does not start with SimulationStarted); "
+                             f"--quorum needs a scenario file or the log of kcontroller simulate")
+            scenario = parse_scenario(first.text, first.source)
+        else:
+            scenario = load_scenario(source)
+    except ScenarioError as exc:
+        return _fail(str(exc))
+    if scenario.quorum is None:
+        return _fail(f"{scenario.source}: the scenario has no quorum section, so no metadata quorum to describe "
+                     f"(see docs/scenarios.md)")
+    until = scenario.duration_ms if args.time is None else args.time
+    if until > scenario.duration_ms:
+        return _fail(f"--time {until}: the run of {scenario.name!r} lasts {scenario.duration_ms} ms")
+    described: list[str] = []
+
+    def describe_then(sim: Simulation) -> None:
+        sim.loop.at(until, lambda: described.append(sim.describe_quorum_text(args.replication)),
+                    "kafka-metadata-quorum.sh describe")
+
+    try:
+        if is_log:
+            rerun_simulation(LogReader(source).records(), until, started=describe_then)
+        else:
+            sim = Simulation(scenario, seed=args.seed, sink=lambda rec: None)
+            sim.start()
+            describe_then(sim)
+            sim.run_until(until)
+    except (SimulationError, ValueError) as exc:
+        return _fail(f"{source}: {exc}")
+    sys.stdout.write(described[0])
+    return EXIT_OK
