@@ -251,9 +251,9 @@ def _detail(kind: str, row, a, b) -> str:
         return (f"{row.kind} of {_what(row)} by controller {row.controller_id} with epoch {row.controller_epoch} "
                 f"after epoch {a} was seen: written by a deposed controller")
     if kind == UNCLEAN_ELECTION:
-        isr = "unknown" if row.isr is None else _ids(row.isr)
-        return (f"{_what(row)}: leader {row.leader} (leader epoch {row.leader_epoch}) elected from outside the ISR "
-                f"(ISR {isr}): writes acknowledged by the previous ISR may be lost")
+        isr = "" if row.isr is None else f"; the new ISR is {_ids(row.isr)}"
+        return (f"{_what(row)}: leader {row.leader} (leader epoch {row.leader_epoch}) elected uncleanly, from "
+                f"outside the ISR{isr}: writes acknowledged by the previous ISR may be lost")
     if kind == FAILED_ELECTION:
         outcome = ("the partition kept its leader" if row.from_state == ONLINE_PARTITION
                    else "the partition stayed without a leader")

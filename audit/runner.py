@@ -264,9 +264,8 @@ def _transition_times(rows: Iterable[AuditRow]) -> list[int]:
 def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None,
                  conf: dict | None) -> tuple[Report, dict]:
     import pyarrow as pa
-    from pyspark.sql import functions as F
+    from pyspark import StorageLevel
 
-    from audit import spark_engine
     from audit.rows import SPARK_DDL, rows_to_arrow
     from audit.spark_session import spark_session
     from audit.spark_source import read_logs_df
@@ -284,6 +283,19 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
+    # Read the inputs once: the checks and the timeline both go over them.
+    df = df.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        return _audit_persisted(df, limit)
+    finally:
+        df.unpersist()
+
+
+def _audit_persisted(df, limit: int | None) -> tuple[Report, dict]:
+    from pyspark.sql import functions as F
+
+    from audit import spark_engine
+
     report = spark_engine.audit(df, limit=limit)
     transitions = df.filter(F.col("time_ms").isNotNull() & F.col("kind").isin(REPLICA_TRANSITION, PARTITION_TRANSITION))
     bounds = transitions.agg(F.min("time_ms").alias("lo"), F.max("time_ms").alias("hi")).collect()[0]
