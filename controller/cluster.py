@@ -31,7 +31,7 @@ from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
-from controller.zookeeper import ZooKeeper
+from controller.zookeeper import NodeExistsError, ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, UPDATE_ISR_NOTIFICATION,
@@ -114,7 +114,14 @@ class BrokerServer:
         self.zk = KafkaZkClient(c.zk, session_timeout_ms=c.config.get_int("zookeeper.session.timeout.ms"),
                                 clock=c.clock, rng=c.store_rng)
         self.zk.create_top_level_paths()
-        self.broker_epoch = self._register()
+        try:
+            self.broker_epoch = self._register()
+        except NodeExistsError:
+            # /brokers/ids/<id> still belongs to a killed process's live session: KafkaServer.startup fails
+            # and the process exits (KafkaZkClient re-creates only what its own earlier session made).
+            _log.error("Fatal error during KafkaServer startup. Prepare to shutdown", broker_id=self.broker_id)
+            self.zk.close()
+            return
         self.controller = KafkaController(self.broker_id, c.config, self.zk, c.journal, c.clock,
                                           send=c._deliver, register_broker=self._register)
         self.alive = True
@@ -279,7 +286,8 @@ class Cluster:
     # --- actions ---------------------------------------------------------------------------------
     def start_broker(self, broker_id: int, *, host: str | None = None, port: int = 9092, rack: str | None = None,
                      at: int | None = None) -> BrokerServer:
-        """Start (or restart) a broker: it registers and runs its controller candidate."""
+        """Start (or restart) a broker: it registers and runs its controller candidate. Restarted while its
+        registration still belongs to the session of a killed process, it exits at once (not ``alive``)."""
         self._input(at, BrokerStarted, broker_id, host or f"broker-{broker_id}", port, rack)
         return self.brokers[broker_id]
 

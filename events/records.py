@@ -104,7 +104,9 @@ class _RecordMixin:
 
 class BrokerStarted(NamedTuple):
     """A broker process started: it opens a store session, registers ``/brokers/ids/<id>`` and runs a
-    controller candidate. Its broker epoch is the czxid of that registration."""
+    controller candidate. Its broker epoch is the czxid of that registration. (When that znode still
+    belongs to the live session of a previous process of the broker, the registration fails with
+    NodeExists and the process exits, as Kafka's does.)"""
     kind: int
     v: int
     offset: int

@@ -4,20 +4,28 @@ Each producer of a scenario's workload runs on the ``"clients"`` node. Every ``T
 the messages its rate calls for to its accumulator, filling one partition's batch up to
 ``batch.size`` (16384 bytes) before moving to the next partition of its topics (the
 uniform sticky partitioner of KIP-794, in round-robin order so runs are reproducible). Batches
-go to the leader its metadata names, one produce request per broker per tick with at most one
-batch per partition and at most five requests in flight per broker
-(``max.in.flight.requests.per.connection``); a partition whose leader it does not know waits
-in the accumulator. Errors are retried after ``retry.backoff.ms``
-(100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s) after the batch was
-made; then its messages fail with DELIVERY_TIMEOUT. Every batch acknowledged with acks 1 or all
-is reported to the metrics with its offsets and leader epoch, so that its fate can be followed
-to the end of the run. A produce request to a broker whose process is gone is reset at once: its
-batches fail with NETWORK_EXCEPTION and the client stops sending to that broker, retrying the
-connection after ``reconnect.backoff.ms`` (50 ms, doubling up to 1 s) — failed reconnections
-leave the batches waiting, as Kafka's ``NetworkClient`` does, without counting as errors. A
-request lost to a cut link times out after ``request.timeout.ms`` (REQUEST_TIMED_OUT).
+go to the leader its metadata names as Kafka's ``Sender`` loop sends them: at every tick and
+whenever a request completes, requests with at most one batch per partition go to each leader
+while fewer than five are in flight to it (``max.in.flight.requests.per.connection``); a
+partition whose leader it does not know waits in the accumulator. Errors are retried after
+``retry.backoff.ms`` (100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s)
+after the batch was made; then its messages fail with DELIVERY_TIMEOUT. Every batch
+acknowledged with acks 1 or all is reported to the metrics with its offsets and leader epoch,
+so that its fate can be followed to the end of the run. With acks 0 a request is done once it
+reaches a live broker (or is lost to a cut link): its messages count as acknowledged, not
+followed for loss. A produce request to a broker whose process is gone is reset at once, and so
+are the requests in flight to a broker whose process dies (on their way, or waiting in its
+purgatory): their batches fail with NETWORK_EXCEPTION and the client stops sending to that
+broker, retrying the connection after ``reconnect.backoff.ms`` (50 ms, doubling up to 1 s) —
+failed reconnections leave the batches waiting, as Kafka's ``NetworkClient`` does, without
+counting as errors. A request lost to a cut link times out after ``request.timeout.ms``
+(REQUEST_TIMED_OUT). After ``stop`` the producer adds no message but goes on retrying, or
+expiring, those it has.
 """
 from __future__ import annotations
+
+from bisect import insort
+from operator import itemgetter
 
 from sim.replication import NETWORK_EXCEPTION, NONE, REQUEST_TIMED_OUT
 
@@ -31,6 +39,7 @@ MAX_IN_FLIGHT = 5                 # max.in.flight.requests.per.connection
 RECONNECT_BACKOFF_MAX_MS = 1000
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
+_SEQUENCE = itemgetter(4)
 
 
 class Producer:
@@ -44,7 +53,9 @@ class Producer:
         self.produced = 0            # messages handed to the accumulator so far
         self.cursor = 0              # round-robin position over the partitions
         self.fill = 0                # messages in the current partition's batch
-        self.accumulator: list[list] = []   # [tp, count, created_ms, ready_ms]
+        self.accumulator: list[list] = []   # [tp, count, created_ms, ready_ms, sequence], by sequence
+        self.batches_made = 0        # the next batch's sequence
+        self.draining = False        # a _drain is running (further down the stack)
         self.leaders: dict[tuple, int] = {}
         self.metadata_ms = -METADATA_MAX_AGE_MS
         self.needs_refresh = True
@@ -62,14 +73,15 @@ class Producer:
     def _tick(self) -> None:
         sim = self.sim
         now = sim.loop.now
-        if now > self.spec.stop_ms:
+        if now <= self.spec.stop_ms:
+            self._add_messages(now)
+        elif not self.accumulator and not self.in_flight:
             return
-        self._add_messages(now)
+        # After ``stop`` no message is added, but the sender goes on retrying (or expiring) what it has.
         if self.needs_refresh or now - self.metadata_ms >= METADATA_MAX_AGE_MS:
             self._refresh_metadata(now)
         self._drain(now)
-        if now + TICK_MS <= self.spec.stop_ms:
-            sim.loop.after(TICK_MS, self._tick, f"producer {self.index}")
+        sim.loop.after(TICK_MS, self._tick, f"producer {self.index}")
 
     def _add_messages(self, now: int) -> None:
         due = int(self.spec.rate_per_s * (now - self.spec.start_ms) / 1000) - self.produced
@@ -94,7 +106,8 @@ class Producer:
             if batch is not None and batch[1] + take <= self.per_batch:
                 batch[1] += take      # the partition's last batch still has room
             else:
-                batch = open_batches[tp] = [tp, take, now, now]
+                batch = open_batches[tp] = [tp, take, now, now, self.batches_made]
+                self.batches_made += 1
                 acc.append(batch)
             due -= take
             self.fill += take
@@ -115,43 +128,61 @@ class Producer:
             self.leaders[tp] = entry[0] if entry is not None else -1
 
     def _drain(self, now: int) -> None:
-        """RecordAccumulator.drain: at most one batch per partition in each request."""
-        by_leader: dict[int, list] = {}
-        keep = []
-        taken: set = set()
+        """The Sender's loop: each round drains every leader one request of at most one batch per partition
+        (RecordAccumulator.drain: a partition's first batch, none while that one backs off), and rounds
+        go on while some leader has fewer than five in flight."""
+        if self.draining:
+            return      # re-entered by a request done as it was sent (acks 0 into a cut link): the loop goes on
+        self.draining = True
+        try:
+            self._drain_rounds(now)
+        finally:
+            self.draining = False
+
+    def _drain_rounds(self, now: int) -> None:
         metrics = self.sim.metrics
-        for batch in self.accumulator:
-            tp, count, created, ready = batch
-            if now - created >= DELIVERY_TIMEOUT_MS:
-                metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
-                metrics.failed_messages += count
-                continue
-            if ready > now:
-                keep.append(batch)
-                continue
-            leader = self.leaders.get(tp, -1)
-            if leader < 0:
-                self.needs_refresh = True
-                keep.append(batch)
-                continue
-            down = self.down.get(leader)
-            if ((down is not None and down[0] > now) or tp in taken
-                    or len(self.requests.get(leader, ())) >= MAX_IN_FLIGHT):
-                keep.append(batch)
-                continue
-            taken.add(tp)
-            if self.open_batches.get(tp) is batch:
-                del self.open_batches[tp]       # sent: closed for appends
-            by_leader.setdefault(leader, []).append(batch)
-        self.accumulator = keep
-        for leader in sorted(by_leader):
-            self._send(leader, by_leader[leader])
+        while self.accumulator:
+            by_leader: dict[int, list] = {}
+            keep = []
+            taken: set = set()        # partitions whose first batch this round has looked at
+            for batch in self.accumulator:
+                tp, count, created, ready, _ = batch
+                if now - created >= DELIVERY_TIMEOUT_MS:
+                    metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
+                    metrics.failed_messages += count
+                    if self.open_batches.get(tp) is batch:
+                        del self.open_batches[tp]
+                    continue
+                if tp in taken:
+                    keep.append(batch)
+                    continue
+                taken.add(tp)
+                if ready > now:
+                    keep.append(batch)
+                    continue
+                leader = self.leaders.get(tp, -1)
+                if leader < 0:
+                    self.needs_refresh = True
+                    keep.append(batch)
+                    continue
+                down = self.down.get(leader)
+                if (down is not None and down[0] > now) or len(self.requests.get(leader, ())) >= MAX_IN_FLIGHT:
+                    keep.append(batch)
+                    continue
+                if self.open_batches.get(tp) is batch:
+                    del self.open_batches[tp]       # sent: closed for appends
+                by_leader.setdefault(leader, []).append(batch)
+            self.accumulator = keep
+            if not by_leader:
+                return
+            for leader in sorted(by_leader):
+                self._send(leader, by_leader[leader])
 
     def _send(self, leader: int, batches: list) -> None:
         sim = self.sim
         acks = self.spec.acks
         sent_at = sim.loop.now
-        answered = [False, leader]   # [answered yet, the broker the request went to]
+        answered = [False, leader, sent_at]   # [answered yet, the broker the request went to, sent at]
 
         def respond(results) -> None:
             if acks != 0:
@@ -162,10 +193,13 @@ class Producer:
             broker = sim.brokers.get(leader)
             if broker is None or not broker.alive:
                 # The process is gone: the OS resets the connection (or refuses a new one).
-                sim.network.send(leader, "clients", lambda: self._disconnected(leader, batches, answered))
+                sim.network.send(leader, "clients", lambda: self._disconnected(leader, batches, answered),
+                                 lambda: self._timed_out(batches, sent_at, answered))
                 return
             self.down.pop(leader, None)
             sim.replication.produce(leader, acks, [(b[0], b[1]) for b in batches], respond)
+            if acks == 0:
+                self._sent_without_acks(batches, answered)
 
         self.in_flight += 1
         self.requests.setdefault(leader, {})[id(answered)] = (batches, answered)
@@ -188,11 +222,32 @@ class Producer:
         down[1] = min(RECONNECT_BACKOFF_MAX_MS, down[1] * 2)
         down[0] = self.sim.loop.now + down[1]
         self.needs_refresh = True
-        self.accumulator.extend(batches)
+        self._reenqueue(batches)
+
+    def _reenqueue(self, batches: list) -> None:
+        """Batches to send again go back to the head of their partitions' queues, in the order they were
+        made (RecordAccumulator.reenqueue; with idempotence, insertInSequenceOrder): the accumulator is
+        kept in the order the batches were made."""
+        for batch in batches:
+            insort(self.accumulator, batch, key=_SEQUENCE)
+
+    def _sent_without_acks(self, batches: list, answered: list) -> None:
+        """acks=0: sending completes the request (Kafka's futures complete with offset -1). What becomes
+        of its messages nobody learns: they count as acknowledged but are not followed for loss."""
+        if answered[0]:
+            return
+        self.requests.get(answered[1], {}).pop(id(answered), None)
+        answered[0] = True
+        self.in_flight -= 1
+        self.sim.metrics.acked_messages += sum(b[1] for b in batches)
+        self._drain(self.sim.loop.now)
 
     def _timed_out(self, batches: list, sent_at: int, answered: list) -> None:
         """A request or its answer lost to a cut link: the client gives up after request.timeout.ms."""
-        if self.spec.acks == 0 or answered[0]:
+        if self.spec.acks == 0:
+            self._sent_without_acks(batches, answered)    # written into the socket of a dead link
+            return
+        if answered[0]:
             return
         due = max(self.sim.loop.now, sent_at + self.sim.replication.request_timeout_ms)
         results = [(REQUEST_TIMED_OUT, b[0], b[1], -1, -1) for b in batches]
@@ -205,7 +260,9 @@ class Producer:
                 self.down[b] = [self.sim.loop.now + RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MS]
                 results = [(NETWORK_EXCEPTION, x[0], x[1], -1, -1) for x in batches]
                 self.sim.network.send(b, "clients", lambda batches=batches, answered=answered, results=results:
-                                      self._on_response(batches, results, answered), name="connection reset")
+                                      self._on_response(batches, results, answered),
+                                      lambda batches=batches, answered=answered:
+                                      self._timed_out(batches, answered[2], answered), name="connection reset")
 
     def _on_response(self, batches: list, results: list, answered: list) -> None:
         if answered[0]:
@@ -217,6 +274,7 @@ class Producer:
         now = sim.loop.now
         metrics = sim.metrics
         retry_at = now + RETRY_BACKOFF_MS
+        retries = []
         for batch, result in zip(batches, results):
             error, _tp, count, epoch, first = result
             tp = batch[0]
@@ -230,4 +288,6 @@ class Producer:
                 metrics.failed_messages += count
             else:
                 batch[3] = retry_at
-                self.accumulator.append(batch)
+                retries.append(batch)
+        self._reenqueue(retries)
+        self._drain(now)      # a request slot is free: the sender sends what is ready at once

@@ -50,15 +50,19 @@ class ReplicaLog:
         return first
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's OffsetsForLeaderEpoch answer: (the largest epoch <= ``epoch`` in the cache, the offset
-        its entries end at), or (-1, -1) when the cache has no epoch that old."""
+        """Kafka's OffsetsForLeaderEpoch answer (``LeaderEpochFileCache.endOffsetFor``): the latest epoch
+        ends at the log end; an older one answers (the largest cached epoch <= ``epoch``, where the next
+        cached epoch starts) — (``epoch``, that start) when no cached epoch is that old; (-1, -1) for
+        an undefined epoch or one newer than every cached epoch."""
         epochs = self.epochs
-        i = bisect_right(epochs, (epoch, float("inf")))
-        if i == 0:
+        if epoch < 0 or not epochs:
             return -1, -1
-        found = epochs[i - 1][0]
-        end = epochs[i][1] if i < len(epochs) else self.leo
-        return found, end
+        if epochs[-1][0] == epoch:
+            return epoch, self.leo
+        i = bisect_right(epochs, (epoch, float("inf")))
+        if i == len(epochs):
+            return -1, -1
+        return (epochs[i - 1][0] if i > 0 else epoch), epochs[i][1]
 
     def epoch_at(self, offset: int) -> int:
         """The epoch of the record at ``offset`` (-1 outside the log)."""
@@ -86,13 +90,13 @@ class ReplicaLog:
         return end
 
     def truncate_to(self, offset: int) -> int:
-        """Remove the records at and after ``offset``; returns how many were removed."""
-        # Epochs that start at or after the offset have no record left (one may have none already:
-        # a replica that led an epoch without writing in it).
+        """Remove the records at and after ``offset``; returns how many were removed. At or past the log
+        end no record goes, but an epoch entry starting at the log end does (``UnifiedLog.truncateTo``
+        truncates the cache from the log end: a replica that led an epoch without writing in it keeps
+        no entry for it once it follows — else it would diverge from its leader on every fetch)."""
+        offset = min(offset, self.leo)
         while self.epochs and self.epochs[-1][1] >= offset:
             self.epochs.pop()
-        if offset >= self.leo:
-            return 0
         removed = self.leo - offset
         self.leo = offset
         self.hw = min(self.hw, offset)
@@ -119,11 +123,12 @@ class ReplicaLog:
             if first >= upto:
                 break
             first = max(first, start)
+            # LeaderEpochFileCache.assign: entries not below the new one go (an epoch without records,
+            # even a newer one this replica led and never wrote in).
+            while self.epochs and (self.epochs[-1][0] > epoch or self.epochs[-1][1] >= first):
+                self.epochs.pop()
             if not self.epochs or self.epochs[-1][0] < epoch:
-                if self.epochs and self.epochs[-1][1] >= first:
-                    self.epochs[-1] = (epoch, first)     # an epoch with no records is superseded
-                else:
-                    self.epochs.append((epoch, first))
+                self.epochs.append((epoch, first))
         self.leo = upto
         return upto - start
 

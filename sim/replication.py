@@ -14,7 +14,12 @@ What Kafka 3.7's ``Partition``, ``ReplicaManager``, ``ReplicaFetcherThread`` and
   each fetch offset (at most ``replica.fetch.max.bytes`` per partition and
   ``replica.fetch.response.max.bytes`` in all), or parks it until something is appended (a
   parked session counts as fetching continuously: Kafka's ``replica.fetch.wait.max.ms`` expiries
-  would refresh it every 500 ms and change nothing else). The follower appends and fetches again.
+  would refresh it every 500 ms; only the expiry after a high watermark moved is simulated, as it
+  brings the follower the new high watermark). Every response carries the high watermarks that
+  moved since the last one. The follower appends and fetches again. A fetch lost or reset is
+  retried after ``replica.fetch.backoff.ms`` as a full fetch (every partition's offset); a
+  partition answered FENCED_LEADER_EPOCH stops fetching until a LeaderAndIsr brings the newer
+  epoch, one with another error is fetched again after the backoff.
   A fetch whose last fetched epoch the leader's log contradicts gets the diverging epoch and the
   follower truncates to where the logs part (KIP-320 / Fetch v12): how unclean elections lose
   acknowledged records.
@@ -28,7 +33,8 @@ What Kafka 3.7's ``Partition``, ``ReplicaManager``, ``ReplicaFetcherThread`` and
   failed log directory, NOT_ENOUGH_REPLICAS for acks=-1 when the ISR is smaller than
   ``min.insync.replicas``; acks=-1 waits in the purgatory until the high watermark passes the
   batch (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR is now under the minimum)
-  or ``request.timeout.ms`` passes (REQUEST_TIMED_OUT).
+  or ``request.timeout.ms`` passes (REQUEST_TIMED_OUT). The high watermark moves on appends too,
+  whatever the acks (a leader alone in the ISR). ``min.insync.replicas`` changes apply at once.
 
 Per-partition work happens only where something changes: an append touches its partition's
 followers' sessions, a fetch handles the partitions whose offsets moved, and the ISR check
@@ -100,7 +106,7 @@ class FetchSession:
     the leader knows of how up to date the follower is."""
 
     __slots__ = ("follower", "leader", "partitions", "state", "pending", "dirty", "watch", "caught_up_ms",
-                 "last_fetch_ms", "sent_ms", "timer", "seq")
+                 "last_fetch_ms", "sent_ms", "timer", "seq", "hw_moved", "parked_ms", "expiry")
 
     def __init__(self, follower: int, leader: int, now: int):
         self.follower = follower
@@ -115,6 +121,9 @@ class FetchSession:
         self.sent_ms = now
         self.timer = None
         self.seq = 0                              # the fetch in flight; answers to older ones are dropped
+        self.hw_moved: dict[tuple, None] = {}     # leader side: high watermarks not sent to the follower yet
+        self.parked_ms = now                      # leader side: when the fetch in purgatory was parked
+        self.expiry = None                        # leader side: (seq, timer) of the parked fetch's next expiry
 
     def __repr__(self) -> str:
         return (f"FetchSession({self.follower}->{self.leader}, {len(self.partitions)} partitions, "
@@ -124,12 +133,13 @@ class FetchSession:
 class ProduceRequest:
     """A produce request at a leader: its batches' results, answered when all are decided."""
 
-    __slots__ = ("acks", "results", "remaining", "respond", "timer")
+    __slots__ = ("acks", "batches", "results", "remaining", "respond", "timer")
 
-    def __init__(self, acks: int, n: int, respond):
+    def __init__(self, acks: int, batches: list, respond):
         self.acks = acks
-        self.results: list = [None] * n
-        self.remaining = n
+        self.batches = batches                  # (tp, count) each
+        self.results: list = [None] * len(batches)
+        self.remaining = len(batches)
         self.respond = respond
         self.timer = None
 
@@ -153,6 +163,7 @@ class Replication:
         self.fetch_max_bytes = cfg.get_int("replica.fetch.max.bytes")
         self.response_max_bytes = cfg.get_int("replica.fetch.response.max.bytes")
         self.request_timeout_ms = cfg.get_int("request.timeout.ms")
+        self.fetch_wait_max_ms = max(1, cfg.get_int("replica.fetch.wait.max.ms"))
         ibp = cfg["inter.broker.protocol.version"].split("-")[0].split(".")
         self.hw_frozen_under_min_isr = (int(ibp[0]), int(ibp[1])) >= (3, 7)
         self.disks: dict[int, dict[tuple, ReplicaLog]] = {}     # broker -> its logs (survive restarts)
@@ -195,6 +206,7 @@ class Replication:
                 if s.timer is not None:
                     s.timer.cancel()
                 s.state = IDLE
+                s.seq += 1      # the dead process's fetch still in flight is answered to no one
                 s.partitions.clear()
                 s.dirty.clear()
             elif leader == b and s.state == PARKED:
@@ -303,6 +315,14 @@ class Replication:
                 self._leave_session(b, rep.tp)
                 rep.offline = True
 
+    def min_isr_changed(self, topic: str) -> None:
+        """``min.insync.replicas`` changed for ``topic`` ("": the broker default): every replica takes it at
+        once (Kafka reads it from the log's config on each append and high-watermark update)."""
+        for b in sorted(self.replicas):
+            for rep in self.replicas[b].values():
+                if topic == "" or rep.tp[0] == topic:
+                    rep.min_isr = min(self.sim.min_isr(rep.tp[0]), len(rep.replicas))   # effectiveMinIsr
+
     def _leave_session(self, b: int, tp: tuple) -> None:
         rep = self.replicas.get(b, {}).get(tp)
         if rep is None or rep.fetching_from < 0:
@@ -328,11 +348,16 @@ class Replication:
         elif s.state == PARKED:
             self._respond(s, {}, {}, {}, force=True)
 
-    def _backoff(self, s: FetchSession, seq: int | None = None) -> None:
+    def _backoff(self, s: FetchSession, seq: int | None = None, reset: bool = True) -> None:
+        """Fetch again after ``replica.fetch.backoff.ms``. After a failed fetch (``reset``), the next one is
+        a full fetch with every partition's offset: FetchSessionHandler.handleError closes the session,
+        and the leader may not have heard of what the failed fetch carried."""
         if seq is not None and seq != s.seq:
             return      # about an older fetch
         s.seq += 1
         s.state = BACKOFF
+        if reset:
+            s.dirty.update(dict.fromkeys(s.partitions))
         if s.timer is not None:
             s.timer.cancel()
         s.timer = self.sim.loop.after(FETCH_BACKOFF_MS, lambda: self._retry(s), "fetch backoff")
@@ -378,10 +403,12 @@ class Replication:
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
             if rep is None or not rep.is_leader:
-                errors[tp] = NOT_LEADER_OR_FOLLOWER if rep is None or not rep.offline else KAFKA_STORAGE_ERROR
+                errors[tp] = (NOT_LEADER_OR_FOLLOWER if rep is None or not rep.offline else KAFKA_STORAGE_ERROR,
+                              leader_epoch)
                 continue
             if leader_epoch != rep.leader_epoch:
-                errors[tp] = FENCED_LEADER_EPOCH if leader_epoch < rep.leader_epoch else UNKNOWN_LEADER_EPOCH
+                errors[tp] = (FENCED_LEADER_EPOCH if leader_epoch < rep.leader_epoch else UNKNOWN_LEADER_EPOCH,
+                              leader_epoch)
                 continue
             log = rep.log
             if last_epoch >= 0:
@@ -451,7 +478,20 @@ class Replication:
         if not data and not truncations and not errors and not force:
             if s.state == IN_FLIGHT:
                 s.state = PARKED
+                s.parked_ms = self.sim.loop.now
+            if s.hw_moved:
+                self._arm_expiry(s)
             return
+        if s.hw_moved:
+            for tp in s.hw_moved:
+                if tp in data or tp in truncations or tp in errors:
+                    continue
+                rep = reps.get(tp)
+                if rep is not None and rep.is_leader:
+                    at = rep.follower_leo.get(s.follower, -1)
+                    if at >= 0:
+                        data[tp] = (at, at, (), rep.log.hw, rep.leader_epoch)     # no records, the high watermark
+            s.hw_moved.clear()
         if s.state == PARKED:
             # Woken early from a parked fetch: Kafka's follower would have been refreshing every
             # replica.fetch.wait.max.ms until now, so it counts as having fetched just now.
@@ -477,15 +517,27 @@ class Replication:
                 s.dirty[tp] = None
         for tp, (start, upto, entries, hw, leader_epoch) in data.items():
             rep = reps.get(tp)
-            if rep is None or tp not in s.partitions or rep.leader_epoch != leader_epoch or rep.log.leo != start:
+            if rep is None or tp not in s.partitions or rep.leader_epoch != leader_epoch:
                 continue
-            rep.log.copy_from(entries, upto)
+            if rep.log.leo == start:
+                rep.log.copy_from(entries, upto)
+            elif upto > start:
+                continue      # records for an offset this log is no longer at
             rep.log.hw = min(hw, rep.log.leo)
             s.dirty[tp] = None
         s.state = IDLE
         if errors:
-            # Partitions in error are retried after the backoff; the others fetch on.
-            self._backoff(s)
+            for tp, (error, leader_epoch) in errors.items():
+                rep = reps.get(tp)
+                if rep is None or tp not in s.partitions:
+                    continue
+                if error == FENCED_LEADER_EPOCH and rep.leader_epoch == leader_epoch:
+                    # AbstractFetcherThread.onPartitionFenced: the leader has a newer epoch; the partition
+                    # stops fetching until a LeaderAndIsr brings the follower that epoch.
+                    self._leave_session(f, tp)
+                else:
+                    s.dirty[tp] = None      # delayPartitions: fetched again after the backoff
+            self._backoff(s, reset=False)
             return
         slow = self.slow.get(f)
         if slow is None:
@@ -522,6 +574,32 @@ class Replication:
         if hw > rep.log.hw:
             rep.log.hw = hw
             self._complete_delayed(rep)
+            b, tp = rep.broker, rep.tp
+            for r in rep.replicas:
+                if r != b:
+                    s = self.sessions.get((r, b))
+                    if s is not None:
+                        s.hw_moved[tp] = None
+                        if s.state == PARKED:
+                            self._arm_expiry(s)
+
+    def _arm_expiry(self, s: FetchSession) -> None:
+        """A parked fetch expires every ``replica.fetch.wait.max.ms`` after it was parked (the follower then
+        fetches again at once): the first expiry after a high watermark moved is answered, carrying it."""
+        seq = s.seq
+        if s.expiry is not None:
+            if s.expiry[0] == seq:
+                return
+            s.expiry[1].cancel()
+        wait = self.fetch_wait_max_ms
+        now = self.sim.loop.now
+        at = s.parked_ms + wait * ((now - s.parked_ms) // wait + 1)
+
+        def expire() -> None:
+            s.expiry = None
+            if s.state == PARKED and s.seq == seq and s.leader in self.replicas:
+                self._respond(s, {}, {}, {}, force=True)
+        s.expiry = (seq, self.sim.loop.at(at, expire, "fetch wait expiry"))
 
     def _complete_delayed(self, rep: Replica) -> None:
         delayed = rep.delayed
@@ -542,15 +620,16 @@ class Replication:
         """A produce request at broker ``b``: ``batches`` of (tp, count); ``respond(results)`` gets
         one (error, tp, count, epoch, first offset) per batch (never called for acks=0)."""
         reps = self.replicas.get(b)
-        request = ProduceRequest(acks, len(batches), respond if acks != 0 else (lambda results: None))
+        request = ProduceRequest(acks, batches, respond if acks != 0 else (lambda results: None))
         waiting = False
         for i, (tp, count) in enumerate(batches):
             rep = reps.get(tp) if reps is not None else None
+            if rep is not None and rep.offline:
+                # ReplicaManager.getPartitionOrException: an offline partition fails first, leader or not.
+                request.decide(i, (KAFKA_STORAGE_ERROR, tp, count, -1, -1))
+                continue
             if rep is None or rep.leader != b:
                 request.decide(i, (NOT_LEADER_OR_FOLLOWER, tp, count, -1, -1))
-                continue
-            if rep.offline:
-                request.decide(i, (KAFKA_STORAGE_ERROR, tp, count, -1, -1))
                 continue
             if acks == -1 and len(rep.isr) < rep.min_isr:
                 request.decide(i, (NOT_ENOUGH_REPLICAS, tp, count, -1, -1))
@@ -558,8 +637,8 @@ class Replication:
             first = rep.log.append(count, rep.leader_epoch)
             result = (NONE, tp, count, rep.leader_epoch, first)
             self._appended(rep)
+            self._maybe_advance_hw(rep)     # whatever the acks (the ISR may be the leader alone)
             if acks == -1:
-                self._maybe_advance_hw(rep)
                 if rep.log.hw >= first + count:
                     ok = len(rep.maximal_isr) >= rep.min_isr
                     request.decide(i, result if ok else (NOT_ENOUGH_REPLICAS_AFTER_APPEND,) + result[1:])
@@ -576,7 +655,8 @@ class Replication:
         request.timer = None
         for i, r in enumerate(request.results):
             if r is None:
-                request.decide(i, (REQUEST_TIMED_OUT, None, 0, -1, -1))
+                tp, count = request.batches[i]
+                request.decide(i, (REQUEST_TIMED_OUT, tp, count, -1, -1))
 
     def _appended(self, rep: Replica) -> None:
         """Wake the followers' parked fetches."""

@@ -141,7 +141,10 @@ Brokers
       (``zookeeper.session.timeout.ms``). ``controller: true`` kills whichever broker is the
       active controller then.
   ``start_broker {broker}``
-      start (or restart) a broker that is not running.
+      start (or restart) a broker that is not running. Restarted before ZooKeeper has expired the
+      session of its killed process (``zookeeper.session.timeout.ms`` after its last heartbeat),
+      it finds its ``/brokers/ids`` registration still there and exits (NodeExists), as Kafka
+      does; the summary notes it. The broker may be started again later.
   ``controlled_shutdown {broker | controller: true}``
       a clean shutdown as ``kafka-server-stop.sh``: with ``controlled.shutdown.enable`` the broker
       first asks the controller to move its leaders away (with Kafka's retries), then stops.
@@ -149,7 +152,9 @@ Brokers
       the broker's ZooKeeper session expires (its ephemeral znodes go; a new controller is elected
       if it was the controller) while the process keeps running. It learns of the expiry
       ``notice_after`` later (default 0): until then it acts on what it believes, a zombie
-      controller if it was the controller. Then it re-registers, as Kafka does.
+      controller if it was the controller. Then it re-registers, as Kafka does. With no session
+      to expire (it expired already and the broker has not registered again, or the broker is
+      not running after all) nothing happens, and the summary notes it.
   ``fail_log_dir {broker, dir?}``
       a log directory of the broker fails (KAFKA_STORAGE_ERROR for its replicas). ``dir``, when
       given, must be one of the cluster's ``log.dirs`` (if that config is set). The broker halts
@@ -635,9 +640,11 @@ class _World:
         self.cluster = cluster
         self.brokers = cluster.brokers
         # broker -> (state, at_ms, line): state "up", "down" or "unknown" (after killing "the
-        # controller", or a log-dir failure that may halt the broker)
+        # controller", a log-dir failure that may halt the broker, or a start that may fail)
         self.state: dict[int, tuple[str, int, int]] = {
             b: ("down" if b in cluster.down else "up", 0, 0) for b in cluster.brokers}
+        # broker -> when a process of it may have died leaving its ZooKeeper session to time out
+        self.session_left: dict[int, int] = {}
         self.topics: dict[str, _Topic] = {}
 
     def live_count(self) -> int:
@@ -645,6 +652,9 @@ class _World:
 
     def existing(self) -> list[str]:
         return sorted(t for t, info in self.topics.items() if info.deleted_at is None)
+
+
+SESSION_TIMEOUT = "zookeeper.session.timeout.ms"
 
 
 def _since(at_ms: int, line: int) -> str:
@@ -987,21 +997,27 @@ class _ScenarioParser(_Parser):
         self.running(f["broker"], what, b, at_ms)
         return b, False
 
-    def stop_target(self, node, what, f, at_ms) -> dict:
+    def stop_target(self, node, what, f, at_ms, kill: bool) -> dict:
         b, controller = self.target(node, what, f, at_ms)
         if controller:
             for x, (state, _, _) in self.world.state.items():
                 if state == "up":
                     self.set_state(x, "unknown", at_ms, self.line(node))
+                    if kill:
+                        self.world.session_left[x] = at_ms
         else:
             self.set_state(b, "down", at_ms, self.line(node))
+            if kill:
+                self.world.session_left[b] = at_ms
+            else:
+                self.world.session_left.pop(b, None)
         return {"broker": b, "controller": controller}
 
     def step_kill_broker(self, node, what, f, at_ms) -> dict:
-        return self.stop_target(node, what, f, at_ms)
+        return self.stop_target(node, what, f, at_ms, kill=True)
 
     def step_controlled_shutdown(self, node, what, f, at_ms) -> dict:
-        return self.stop_target(node, what, f, at_ms)
+        return self.stop_target(node, what, f, at_ms, kill=False)
 
     def step_start_broker(self, node, what, f, at_ms) -> dict:
         bnode = self.require(node, what, f, "broker")
@@ -1010,7 +1026,11 @@ class _ScenarioParser(_Parser):
         if state == "up":
             self.fail(bnode, f"{what}.broker: expected a broker that is not running; broker {b} is running at "
                              f"{format_time(at_ms)} ({_since(when, line)})")
-        self.set_state(b, "up", at_ms, self.line(node))
+        # Within the session timeout of a kill, the old registration may still be there: the start may
+        # fail (known only when the run gets there).
+        died = self.world.session_left.pop(b, None)
+        timeout = int(self.world.cluster.configs.get(SESSION_TIMEOUT, DEFAULTS[SESSION_TIMEOUT]))
+        self.set_state(b, "unknown" if died is not None and at_ms - died < timeout else "up", at_ms, self.line(node))
         return {"broker": b}
 
     def step_expire_session(self, node, what, f, at_ms) -> dict:
@@ -1030,6 +1050,7 @@ class _ScenarioParser(_Parser):
                 self.fail(f["dir"], f"{what}.dir: expected one of the cluster's log.dirs ({', '.join(dirs)}), "
                                     f"got {directory!r}")
         self.set_state(b, "unknown", at_ms, self.line(node))
+        self.world.session_left[b] = at_ms      # it may halt
         return {"broker": b, "dir": directory}
 
     def net_node(self, node: yaml.Node, what: str, extra: Sequence[str] = ()) -> int | str:

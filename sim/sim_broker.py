@@ -3,23 +3,29 @@ candidate, and how it answers the controller's requests.
 
 The broker pings the store every third of ``zookeeper.session.timeout.ms`` (as ZooKeeper's client
 does) when the network lets it reach ``"zk"``; cut off longer than the timeout, its session
-expires and its registration goes, while the process runs on. It answers LeaderAndIsr,
-UpdateMetadata and StopReplica as a Kafka broker does: a request from an older controller epoch
-gets STALE_CONTROLLER_EPOCH, one addressed to an older registration of this broker
-STALE_BROKER_EPOCH (UpdateMetadata excepted), and a LeaderAndIsr partition whose leader epoch is
-not newer than the one the broker has is ignored (Kafka answers STALE_CONTROLLER_EPOCH for it,
-per partition).
+expires and its registration goes, while the process runs on. A process started while the
+registration of a previous one (killed, its session not expired yet) is still there fails to
+register and exits, as Kafka 3.7's does. It answers LeaderAndIsr, UpdateMetadata and StopReplica
+as a Kafka broker does: a request from an older controller epoch gets STALE_CONTROLLER_EPOCH, one
+addressed to an older registration of this broker STALE_BROKER_EPOCH (UpdateMetadata excepted),
+and a LeaderAndIsr partition whose leader epoch is not newer than the one the broker has is
+ignored (Kafka answers STALE_CONTROLLER_EPOCH for it, per partition). A replica in a failed log
+directory answers KAFKA_STORAGE_ERROR to both LeaderAndIsr and StopReplica, and stays as it is.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import structlog
+
 from controller.controller_events import KAFKA_STORAGE_ERROR, NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
 from controller.kafka_controller import KafkaController
 from controller.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
-from controller.zookeeper import SessionExpiredError
+from controller.zookeeper import NodeExistsError, SessionExpiredError
 from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE
+
+_log = structlog.get_logger("kcontroller.sim")
 
 
 class SimZkClient(KafkaZkClient):
@@ -86,10 +92,15 @@ class SimBroker:
         self.metadata: dict[tuple, tuple] = {}          # (topic, p) -> (leader, leader_epoch, isr, replicas)
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                 # (time, api, controller id, controller epoch, error)
+        self.stopped_ms = -1                            # when the process stopped (killed, halted or shut down)
         self._heartbeat_timer = None
 
     # --- process lifecycle ---------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self) -> bool:
+        """KafkaServer.startup. False when the process exits instead: ``/brokers/ids/<id>`` still belongs to
+        another live session — a previous process of this broker, killed before ZooKeeper expired its
+        session — so the registration fails with NodeExists and Kafka.main exits (KafkaZkClient's
+        KAFKA-7165 re-creation applies only to the client's own earlier session, not another process's)."""
         sim = self.sim
         self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.session_timeout_ms, clock=sim.loop.clock,
                               rng=sim.store_rng, reachable=self.reaches_store,
@@ -97,7 +108,14 @@ class SimBroker:
                                                                   name=f"watch zk->{self.broker_id}"),
                               later=lambda ms, fn: sim.loop.after(ms, self.on(fn), "session expiry noticed"))
         self.zk.create_top_level_paths()
-        self._register()
+        try:
+            self._register()
+        except NodeExistsError:
+            _log.error("Fatal error during KafkaServer startup. Prepare to shutdown", broker_id=self.broker_id,
+                       error="org.apache.zookeeper.KeeperException$NodeExistsException: KeeperErrorCode = NodeExists")
+            self.zk.close()      # KafkaServer.shutdown closes the new session; the old registration stays
+            self.stopped_ms = sim.loop.now
+            return False
         self.controller = KafkaController(self.broker_id, sim.config, self.zk, sim.journal, sim.loop.clock,
                                           send=lambda request: sim.send_request(self.broker_id, request),
                                           register_broker=self._register)
@@ -105,6 +123,7 @@ class SimBroker:
         sim.replication.broker_started(self.broker_id)
         self.controller.startup()
         self._schedule_heartbeat()
+        return True
 
     def _register(self) -> int:
         self.broker_epoch = self.zk.register_broker(self.broker_id, self.host, self.port, self.rack)
@@ -113,6 +132,7 @@ class SimBroker:
     def kill(self) -> None:
         """kill -9: nothing more happens in the process; its session lives until it times out."""
         self.alive = False
+        self.stopped_ms = self.sim.loop.now
         if self._heartbeat_timer is not None:
             self._heartbeat_timer.cancel()
         self.zk.abandon()
@@ -122,6 +142,7 @@ class SimBroker:
     def stop(self) -> None:
         """A clean stop: the controller candidate resigns and the session is closed at once."""
         self.alive = False
+        self.stopped_ms = self.sim.loop.now
         if self._heartbeat_timer is not None:
             self._heartbeat_timer.cancel()
         self.controller.shutdown()
@@ -202,6 +223,10 @@ class SimBroker:
         errors = {}
         for p in request.partitions:
             tp = (p.topic, p.partition)
+            rep = self.sim.replication.replicas.get(self.broker_id, {}).get(tp)
+            if rep is not None and rep.offline:
+                errors[tp] = KAFKA_STORAGE_ERROR    # HostedPartition.Offline: not stopped, not deleted
+                continue
             if p.delete_partition:
                 self.partitions.pop(tp, None)
             self.sim.replication.stop_replica(self.broker_id, tp, p.delete_partition)

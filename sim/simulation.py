@@ -11,13 +11,14 @@ resent after Kafka's 100 ms backoff while the broker is still live for that cont
 sessions expire at their exact deadlines.
 
 This module carries out the steps of a scenario: broker lifecycle and controlled shutdown (with
-KafkaServer's retries), sessions (and a zombie's late notice of its expiry), network partitions,
-slow followers, log-directory failures, topics and their configs, reassignments and leader
-elections (admin requests travel from ``"clients"`` to the controller), and the observations
-(``describe``, ``describe_quorum``, ``expect``, ``note``). The data plane — replica logs,
-fetchers, ISR changes, producers — is :mod:`sim.replication` and :mod:`sim.producer`;
-:mod:`sim.metrics` keeps score. A scenario with a ``quorum`` section also runs a KRaft metadata
-quorum (:mod:`sim.kraft_quorum`) that the brokers fetch from.
+KafkaServer's retries; a restart racing the session of its killed process fails, as Kafka's
+does), sessions (and a zombie's late notice of its expiry; an expiry finding no session is a
+noted no-op), network partitions, slow followers, log-directory failures, topics and their
+configs, reassignments and leader elections (admin requests travel from ``"clients"`` to the
+controller), and the observations (``describe``, ``describe_quorum``, ``expect``, ``note``). The
+data plane — replica logs, fetchers, ISR changes, producers — is :mod:`sim.replication` and
+:mod:`sim.producer`; :mod:`sim.metrics` keeps score. A scenario with a ``quorum`` section also
+runs a KRaft metadata quorum (:mod:`sim.kraft_quorum`) that the brokers fetch from.
 """
 from __future__ import annotations
 
@@ -338,17 +339,28 @@ class Simulation:
         self.journal.set_time(self.loop.now)
         self.journal.input(cls, *body)
 
-    def _start_broker(self, b: int) -> None:
-        broker = self.brokers.get(b)
-        if broker is not None and broker.alive:
+    def _start_broker(self, b: int, line: int = 0) -> None:
+        previous = self.brokers.get(b)
+        if previous is not None and previous.alive:
             raise SimulationError(f"broker {b} is already running")
         rack = self.scenario.cluster.racks.get(b) if self.scenario.cluster.racks else None
         broker = SimBroker(self, b, f"broker-{b}", 9092, rack)
         self.brokers[b] = broker
         self._input(BrokerStarted, b, broker.host, broker.port, rack)
-        broker.start()
+        if not broker.start():
+            since = f" (gone since {previous.stopped_ms / 1000:g}s)" if previous is not None else ""
+            self._note(line, f"broker {b} did not start: /brokers/ids/{b} still belongs to the ZooKeeper session "
+                             f"of its previous process{since}, which has not expired yet (zookeeper.session."
+                             f"timeout.ms {self.session_timeout_ms}); the registration fails with NodeExists and "
+                             f"the process exits, as Kafka's does")
+            return
         if self.quorum is not None:
             self.quorum.broker_started(broker)
+
+    def _note(self, line: int, text: str) -> None:
+        """Something the run found worth telling, in the summary's observations."""
+        _log.info(text, at_ms=self.loop.now, line=line)
+        self.metrics.observe_step({"kind": "note", "at_s": self.loop.now / 1000, "line": line, "text": text})
 
     def _live_broker_ids(self) -> list[int]:
         return sorted(b for b, broker in self.brokers.items() if broker.alive)
@@ -393,6 +405,7 @@ class Simulation:
             self.config = self.config.with_overrides({a["config"]: value} if value is not None else {})
             if a["config"] == MIN_ISR:
                 self.metrics.min_isr_changed("")
+                self.replication.min_isr_changed("")
             for broker in self.brokers.values():
                 if broker.alive:
                     broker.controller.config = self.config
@@ -409,6 +422,7 @@ class Simulation:
                 local[a["config"]] = value
             if a["config"] == MIN_ISR:
                 self.metrics.min_isr_changed(topic)
+                self.replication.min_isr_changed(topic)
             configs = dict(self.admin.get_entity_configs("topics", topic))
             if value is None:
                 configs.pop(a["config"], None)
@@ -473,17 +487,14 @@ class Simulation:
         _log.info(f"step {action}", line=step.line, at_ms=self.loop.now, note=step.note)
         self.metrics.step(step, self.loop.now)
         if action == "start_broker":
-            self._start_broker(a["broker"])
+            self._start_broker(a["broker"], step.line)
         elif action == "kill_broker":
             b = self.controller_id if a.get("controller") else a["broker"]
             self._input(BrokerKilled, b)
             self._running(b).kill()
         elif action == "expire_session":
-            b = self.controller_id if a.get("controller") else a["broker"]
-            broker = self._running(b)
-            self._input(BrokerSessionExpired, b)
-            broker.zk.expiry_notice_ms = a.get("notice_after_ms") or 0
-            self.zk.expire_session(broker.zk.session_id)
+            self._expire_session(self.controller_id if a.get("controller") else a["broker"],
+                                 a.get("notice_after_ms") or 0, step.line)
         elif action == "partition_network":
             self.network.cut(cut_links(a, self.scenario.cluster.brokers, self.controller_id))
             self.replication.links_cut()
@@ -546,6 +557,24 @@ class Simulation:
             self._to_controller(lambda c: c.event_manager.put(ApiPartitionReassignment(plan, lambda e, r: None)))
         else:
             raise SimulationError(f"line {step.line}: {action} is not simulated yet")
+
+    def _expire_session(self, b: int, notice_after_ms: int, line: int) -> None:
+        """ZooKeeper expires the session of running broker ``b``. With no session to expire — the one it
+        had expired already (the process has not noticed yet, or cannot reach the store to open a new
+        one), or the process is not running (its start failed, it halted) — nothing happens: nothing is
+        journaled, the summary notes it. (A broker the scenario stopped is refused when it is parsed.)"""
+        broker = self.brokers.get(b)
+        if broker is None or not broker.alive:
+            why = "no broker is the controller" if b < 0 else f"broker {b} is not running"
+            self._note(line, f"expire_session: {why}; no session expired")
+            return
+        if not self.zk.is_alive(broker.zk.session_id):
+            self._note(line, f"expire_session: broker {b}'s session has already expired and it has not "
+                             f"registered with a new one yet; nothing to expire")
+            return
+        self._input(BrokerSessionExpired, b)
+        broker.zk.expiry_notice_ms = notice_after_ms
+        self.zk.expire_session(broker.zk.session_id)
 
     # --- log directories and observations ------------------------------------------------------------
     def _fail_log_dir(self, b: int, d: str | None) -> None:

@@ -534,6 +534,21 @@ def test_a_rejected_broker_action_leaves_the_log_replayable():
     assert result.ok and result.digest == cluster.digest(), result
 
 
+def test_a_broker_restarted_while_its_killed_session_lives_exits_and_the_log_replays():
+    # Not a Kafka test: KafkaServer.startup fails with the NodeExistsException of KafkaZkClient.registerBroker
+    # (its KAFKA-7165 re-creation covers only the client's own earlier session) and the process exits.
+    cluster = make_cluster(2)
+    cluster.kill_broker(1, at=1_000)
+    assert not cluster.start_broker(1, at=2_000).alive
+    assert cluster.controller.context.live_broker_ids == {0, 1}      # the old session still holds /brokers/ids/1
+    cluster.advance_to(1_000 + SESSION_TIMEOUT_MS + 1)
+    assert cluster.controller.context.live_broker_ids == {0}
+    assert cluster.start_broker(1).alive
+    assert cluster.controller.context.live_broker_ids == {0, 1}
+    result = replay_records(cluster.journal.records)
+    assert result.ok and result.digest == cluster.digest(), result
+
+
 def test_a_rejected_topic_creation_changes_nothing_in_the_fold():
     cluster = make_cluster(2)
     cluster.create_topic("t", assignment=[[1]])

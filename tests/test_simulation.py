@@ -118,3 +118,90 @@ steps:
     assert ctx.partition_leadership_info(("rf1", 0)).leader_and_isr.isr == (1,)
     assert ctx.partition_leader(("rf3", 0)) == 2 and 1 not in ctx.partition_leadership_info(
         ("rf3", 0)).leader_and_isr.isr
+
+
+# --- restarts racing the old session, expiries of sessions that are gone -------------------------------
+
+def notes(sim: Simulation) -> list[tuple[float, int, str]]:
+    return [(o["at_s"], o["line"], o["text"]) for o in sim.summary()["observations"] if o["kind"] == "note"]
+
+
+def test_a_broker_restarted_before_its_killed_session_expires_exits_and_can_be_started_again():
+    # Killed at 10 s, its session (6 s, heartbeats every 2 s) expires between 14 s and 16 s. Restarted at
+    # 12 s it finds /brokers/ids/1 still owned by that session: KafkaServer.startup fails with NodeExists
+    # and the process exits (Kafka 3.7 does not wait for the node to go). At 20 s it starts for good.
+    from events.records import BrokerStarted
+    sim, records = run(BASE + """
+steps:
+  - {at: 10s, action: kill_broker, broker: 1}
+  - {at: 12s, action: start_broker, broker: 1}
+  - {at: 20s, action: start_broker, broker: 1}
+""")
+    assert [r.timestamp_ms for r in records if type(r) is BrokerStarted and r.broker_id == 1] == [0, 12_000, 20_000]
+    [(at_s, line, text)] = notes(sim)
+    assert (at_s, line) == (12, 12) and "broker 1 did not start" in text and "NodeExists" in text
+    # The failed process left nothing: the controller saw broker 1 go when the old session expired,
+    # and come back at 20 s with a new registration.
+    live = [(r.timestamp_ms, tuple(sorted(dict(r.live_brokers)))) for r in records if type(r) is LiveBrokersChanged]
+    gone = [t for t, ids in live if ids == (0, 2)]
+    assert gone and 14_000 <= gone[0] <= 16_100
+    assert live[-1][1] == (0, 1, 2) and live[-1][0] >= 20_000
+    assert sim.brokers[1].alive and sorted(sim.brokers[0].live_brokers) == [0, 1, 2]
+    assert sim.zk.is_alive(sim.brokers[1].zk.session_id)
+
+
+def test_a_restart_that_may_fail_lets_the_scenario_start_the_broker_again_one_that_cannot_does_not():
+    from sim.scenario import ScenarioError
+    # Within the session timeout of the kill the start may fail: a later start_broker is accepted.
+    parse_scenario(BASE + """
+steps:
+  - {at: 10s, action: kill_broker, broker: 1}
+  - {at: 15s, action: start_broker, broker: 1}
+  - {at: 30s, action: start_broker, broker: 1}
+""", "<test>")
+    # After a controlled shutdown (its session closed) or past the timeout, the broker is running.
+    for first in ("{at: 10s, action: controlled_shutdown, broker: 1}", "{at: 10s, action: kill_broker, broker: 1}"):
+        with pytest.raises(ScenarioError, match="expected a broker that is not running"):
+            parse_scenario(BASE + f"""
+steps:
+  - {first}
+  - {{at: 16s, action: start_broker, broker: 1}}
+  - {{at: 30s, action: start_broker, broker: 1}}
+""", "<test>")
+
+
+def test_expiring_a_session_that_already_expired_is_a_noted_no_op():
+    # The first expiry reaches broker 1 only at 15 s (notice_after): at 12 s it has no session to expire.
+    # Cut off from ZooKeeper from 25 s, its session expires about 6 s later while it cannot open a new
+    # one: the expiry at 40 s finds nothing either. Healed at 45 s, it registers again; 50 s expires that.
+    from events.records import BrokerSessionExpired
+    sim, records = run(BASE + """
+steps:
+  - {at: 10s, action: expire_session, broker: 1, notice_after: 5s}
+  - {at: 12s, action: expire_session, broker: 1}
+  - {at: 25s, action: partition_network, isolate: 1, from: [zk]}
+  - {at: 40s, action: expire_session, broker: 1}
+  - {at: 45s, action: heal_network}
+  - {at: 50s, action: expire_session, broker: 1}
+""")
+    assert [r.timestamp_ms for r in records if type(r) is BrokerSessionExpired] == [10_000, 50_000]
+    assert [(at_s, line) for at_s, line, _ in notes(sim)] == [(12, 12), (40, 14)]
+    assert all("has already expired" in text for _, _, text in notes(sim))
+    assert sim.brokers[1].alive and sim.zk.is_alive(sim.brokers[1].zk.session_id)
+    live = [(r.timestamp_ms, tuple(sorted(dict(r.live_brokers)))) for r in records if type(r) is LiveBrokersChanged]
+    assert live[-1][1] == (0, 1, 2) and live[-1][0] > 50_000
+
+
+def test_expiring_the_session_of_a_broker_whose_start_failed_is_a_noted_no_op():
+    from events.records import BrokerSessionExpired
+    sim, records = run(BASE + """
+steps:
+  - {at: 10s, action: kill_broker, broker: 1}
+  - {at: 11s, action: start_broker, broker: 1}
+  - {at: 12s, action: expire_session, broker: 1}
+""")
+    assert not any(type(r) is BrokerSessionExpired for r in records)
+    assert [(at_s, text.split(":")[0]) for at_s, _, text in notes(sim)] == [(11, "broker 1 did not start"),
+                                                                             (12, "expire_session")]
+    assert "broker 1 is not running" in notes(sim)[1][2]
+    assert not sim.brokers[1].alive
