@@ -40,19 +40,15 @@ by Spark. A torn tail of a log's last segment is ignored, as ``events.log.LogRea
 """
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
-import sys
-import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator
 
 from audit.log_rows import (
     CHUNK_RECORDS, Const, RowError, SegmentRef, chunk_columns, discover_segments, gc_paused, iter_segment_chunks,
 )
 from audit.rows import SPARK_DDL, arrow_schema
+from audit.spark_session import local_workers_run_this_python, ship_packages
 
 try:  # pyspark is only needed to run on Spark; the Arrow conversion below works without it
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -197,18 +193,12 @@ def register(spark, *, ship_code: bool = True) -> None:
     if key in _registered:
         return
     if ship_code:
-        _ship_packages(spark)
-    sc = spark.sparkContext
-    saved = sc.pythonExec
-    if sc.master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
-        # Local workers run on this machine: let them use this interpreter (it has pyarrow,
-        # msgpack, google-crc32c) rather than whatever "python3" is on PATH. Only the data
-        # source registered here carries it; the session's other Python functions are untouched.
-        sc.pythonExec = sys.executable
-    try:
+        ship_packages(spark, ("events", "audit"))   # what the reader's tasks import
+    # Local workers run on this machine: let them use this interpreter (it has pyarrow, msgpack,
+    # google-crc32c). Only the data source registered here carries it; the session's other Python
+    # functions are untouched.
+    with local_workers_run_this_python(spark.sparkContext):
         spark.dataSource.register(KControllerDataSource)
-    finally:
-        sc.pythonExec = saved
     _registered.add(key)
 
 
@@ -224,33 +214,3 @@ def read_logs_df(spark, paths: str | os.PathLike | Iterable[str | os.PathLike], 
             .option("batchRows", str(int(batch_rows)))
             .load())
 
-
-def _ship_packages(spark) -> None:
-    import audit
-    import events
-    data = io.BytesIO()
-    with zipfile.ZipFile(data, "w", zipfile.ZIP_DEFLATED) as zf:
-        for package in (events, audit):
-            root = os.path.dirname(os.path.abspath(package.__file__))
-            parent = os.path.dirname(root)
-            for name in sorted(os.listdir(root)):
-                if name.endswith(".py"):
-                    path = os.path.join(root, name)
-                    info = zipfile.ZipInfo(os.path.relpath(path, parent), date_time=(1980, 1, 1, 0, 0, 0))
-                    with open(path, "rb") as f:
-                        zf.writestr(info, f.read())
-    blob = data.getvalue()
-    # The name carries the content hash: Spark refuses a second, different file of the same name.
-    directory = os.path.join(tempfile.gettempdir(), "kcontroller-pyfiles")
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"kcontroller-readers-{hashlib.sha256(blob).hexdigest()[:16]}.zip")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
-    saved = list(sys.path)
-    try:
-        spark.sparkContext.addPyFile(path)
-    finally:
-        sys.path[:] = saved  # addPyFile also prepends the zip here (for local mode); we import from source

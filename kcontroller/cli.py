@@ -13,7 +13,7 @@ from controller.cluster import ClusterError
 from controller.demo import DemoSpec, run_demo
 from controller.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
-from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_whatif
+from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sweep, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_whatif.add_parser(sub)
     cli_simulate.add_parser(sub)
     cli_audit.add_parser(sub)
+    cli_sweep.add_parser(sub)
     return parser
 
 
@@ -176,7 +177,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    quiet = ("demo", "replay", "simulate", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
+    quiet = ("demo", "replay", "simulate", "sweep", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
     if args.command == "describe" and args.quorum:
         quiet = (*quiet, "describe")  # it runs a simulation, as simulate does
     configure_logging(args.log_level or ("critical" if args.command in quiet else "warning"))
@@ -184,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
                     "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
                     "audit": cli_audit.cmd_audit,
+                    "sweep": cli_sweep.cmd_sweep,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:

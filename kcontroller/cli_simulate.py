@@ -13,10 +13,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 
 from events.log import FsyncPolicy, LogWriter
 from sim.metrics import format_summary
-from sim.scenario import ScenarioError, load_scenario
+from sim.scenario import Scenario, ScenarioError, load_scenario
 from sim.simulation import Simulation, SimulationError
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -60,6 +61,18 @@ class ProgressBar:
         self.stream.flush()
 
 
+def simulate_to_log(scenario: Scenario, log_dir: str, *, seed: int | None = None,
+                    progress: Callable[[int, int], object] | None = None) -> tuple[Simulation, dict]:
+    """Run ``scenario`` with ``seed`` (default: the scenario's), writing its event log into ``log_dir``
+    (created if needed; it must hold no log yet): the run of ``kcontroller simulate``, also each run of a
+    sweep. Returns the finished simulation and its summary. Raises SimulationError."""
+    with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
+        sim = Simulation(scenario, seed=seed, sink=writer.append)
+        sim.run(progress)
+        summary = sim.finish()
+    return sim, summary
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         scenario = load_scenario(args.scenario)
@@ -74,10 +87,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     progress = ProgressBar(sys.stderr) if show else None
     try:
-        with LogWriter(args.log_dir, fsync=FsyncPolicy.per_batch()) as writer:
-            sim = Simulation(scenario, seed=args.seed, sink=writer.append)
-            sim.run(progress)
-            summary = sim.finish()
+        sim, summary = simulate_to_log(scenario, args.log_dir, seed=args.seed, progress=progress)
     except SimulationError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

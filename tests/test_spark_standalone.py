@@ -1,6 +1,6 @@
-"""Smoke test on a real (one-machine) Spark standalone cluster: master and worker daemons started
-from the pyspark package, our log reader and ``kcontroller audit --master`` run against
-spark://127.0.0.1:<port> (one cluster for the module).
+"""Smoke tests on a real (one-machine) Spark standalone cluster: master and worker daemons started
+from the pyspark package, our log reader, ``kcontroller audit --master`` and a sweep run against
+spark://127.0.0.1:<port> (one cluster for the module); and a sweep under spark-submit.
 
 The job runs in a separate Python process: a second SparkContext cannot live beside the one the
 other Spark tests share in this process. The executors get our packages from the job
@@ -162,3 +162,48 @@ def test_kcontroller_audit_runs_on_a_standalone_cluster(cluster, tmp_path):
     expected.pop("engine"), expected.pop("master")
     assert got == expected
     assert got["summary"]["violations_by_kind"]["illegal_transition"] == 1
+
+
+def test_a_sweep_runs_on_a_standalone_cluster(cluster, tmp_path):
+    """``kcontroller sweep --master spark://...``: the seeds run on the cluster's executor, which imports our
+    packages from the zip the sweep ships (its environment has no PYTHONPATH, its working directory is its
+    own); the logs land in the sweep's directory (shared: one machine), equal to a local sweep's."""
+    example = os.path.join(ROOT, "examples", "unclean-election-on.yaml")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    runs = {}
+    for engine in ("spark", "local"):
+        out = tmp_path / engine
+        args = ["--master", cluster] if engine == "spark" else ["--engine", "local"]
+        job = subprocess.run([sys.executable, "-m", "kcontroller", "sweep", example, "--seeds", "2", "--out", str(out),
+                              "--json", *args], env=env, capture_output=True, text=True, timeout=300,
+                             cwd=str(tmp_path))
+        assert job.returncode == 0, job.stderr[-4000:]
+        runs[engine] = job.stdout
+    assert runs["spark"] == runs["local"]
+    assert json.loads(runs["spark"])["audit"]["violations"] == 0
+    for seed in (13, 14):
+        spark_files = sorted((tmp_path / "spark" / f"seed-{seed}").iterdir())
+        local_files = sorted((tmp_path / "local" / f"seed-{seed}").iterdir())
+        assert [f.read_bytes() for f in spark_files] == [f.read_bytes() for f in local_files]
+
+
+def test_a_sweep_under_spark_submit_runs_on_the_submitted_master(tmp_path):
+    """``spark-submit --master local[1] kcontroller/__main__.py sweep ...``: the session the sweep builds takes
+    the submitted master (not its own default, local[*]); results equal a local sweep's."""
+    pyspark = pytest.importorskip("pyspark")
+    submit = os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "bin", "spark-submit")
+    example = os.path.join(ROOT, "examples", "unclean-election-on.yaml")
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+               SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    job = subprocess.run([submit, "--master", "local[1]", os.path.join(ROOT, "kcontroller", "__main__.py"), "sweep",
+                          example, "--seeds", "2", "--out", str(tmp_path / "spark")], env=env, capture_output=True,
+                         text=True, timeout=300, cwd=str(tmp_path))
+    assert job.returncode == 0, job.stderr[-4000:]
+    assert "(Spark local[1])" in job.stdout
+    local = subprocess.run([sys.executable, "-m", "kcontroller", "sweep", example, "--seeds", "2", "--engine", "local",
+                            "--out", str(tmp_path / "local")], env=env, capture_output=True, text=True, timeout=300,
+                           cwd=str(tmp_path))
+    assert local.returncode == 0, local.stderr[-4000:]
+    assert (tmp_path / "spark" / "sweep.json").read_bytes() == (tmp_path / "local" / "sweep.json").read_bytes()
