@@ -264,8 +264,9 @@ def _transition_times(rows: Iterable[AuditRow]) -> list[int]:
 def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None,
                  conf: dict | None) -> tuple[Report, dict]:
     import pyarrow as pa
-    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
+    from audit import spark_engine
     from audit.rows import SPARK_DDL, rows_to_arrow
     from audit.spark_session import spark_session
     from audit.spark_source import read_logs_df
@@ -283,58 +284,52 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    # Read the inputs once: the checks and the timeline both go over them.
-    df = df.persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        return _audit_persisted(df, limit)
-    finally:
-        df.unpersist()
+    timeline = {}
 
+    def transition_counts(base) -> None:
+        """The timeline's transition counts, over the rows the engine has cached."""
+        transitions = base.filter(F.col("time_ms").isNotNull()
+                                  & F.col("kind").isin(REPLICA_TRANSITION, PARTITION_TRANSITION))
+        lo, hi = transitions.agg(F.min("time_ms"), F.max("time_ms")).collect()[0]
+        if lo is not None:
+            width = _bucket_width(lo, hi)
+            bucket = F.least(F.floor((F.col("time_ms") - F.lit(lo)) / F.lit(width)), F.lit(TIMELINE_BUCKETS - 1))
+            timeline.update(lo=lo, width=width, counts={int(r.b): r["count"] for r in
+                                                        transitions.groupBy(bucket.alias("b")).count().collect()})
 
-def _audit_persisted(df, limit: int | None) -> tuple[Report, dict]:
-    from pyspark.sql import functions as F
-
-    from audit import spark_engine
-
-    report = spark_engine.audit(df, limit=limit)
-    transitions = df.filter(F.col("time_ms").isNotNull() & F.col("kind").isin(REPLICA_TRANSITION, PARTITION_TRANSITION))
-    bounds = transitions.agg(F.min("time_ms").alias("lo"), F.max("time_ms").alias("hi")).collect()[0]
-    counts = None
-    if bounds.lo is not None:
-        start, width = _buckets(bounds.lo, bounds.hi, report)
-        bucket = F.least(F.floor((F.col("time_ms") - F.lit(start)) / F.lit(width)), F.lit(TIMELINE_BUCKETS - 1))
-        counts = {int(r.b): r["count"] for r in transitions.groupBy(bucket.alias("b")).count().collect()}
-    return report, _timeline(bounds.lo, bounds.hi, counts, report)
+    report = spark_engine.audit(df, limit=limit, also=transition_counts)
+    return report, _timeline(timeline.get("lo"), timeline.get("width"), timeline.get("counts"), report)
 
 
 # --- the timeline (the HTML report's chart) -----------------------------------------------------------------
 
-def _buckets(lo: int, hi: int, report: Report) -> tuple[int, int]:
-    times = [v.time_ms for v in (*report.violations, *report.findings) if v.time_ms is not None]
-    lo = min([lo, *times])
-    hi = max([hi, *times])
-    width = max(1, -(-(hi - lo + 1) // TIMELINE_BUCKETS))
-    return lo, width
+def _bucket_width(lo: int, hi: int) -> int:
+    return max(1, -(-(hi - lo + 1) // TIMELINE_BUCKETS))
+
+
+def _bucket(t: int, lo: int, width: int) -> int:
+    return min(max((t - lo) // width, 0), TIMELINE_BUCKETS - 1)
 
 
 def timeline_of(times: list[int], report: Report) -> dict:
+    """The timeline of transitions at ``times`` and of the report's listed violations and findings."""
     if not times:
         return _timeline(None, None, None, report)
     lo, hi = min(times), max(times)
-    start, width = _buckets(lo, hi, report)
+    width = _bucket_width(lo, hi)
     counts: dict[int, int] = {}
     for t in times:
-        b = min((t - start) // width, TIMELINE_BUCKETS - 1)
+        b = _bucket(t, lo, width)
         counts[b] = counts.get(b, 0) + 1
-    return _timeline(lo, hi, counts, report)
+    return _timeline(lo, width, counts, report)
 
 
-def _timeline(lo, hi, counts: dict[int, int] | None, report: Report) -> dict:
-    """Transitions (all of them) and the violations and findings listed, per time bucket."""
+def _timeline(lo: int | None, width: int | None, counts: dict[int, int] | None, report: Report) -> dict:
+    """Transitions (all of them) and the violations and findings listed, per time bucket over the span of
+    the transitions (a violation or finding outside it counts in the first or last bucket)."""
     if lo is None:
         return {"start_ms": None, "bucket_ms": None, "transitions": [], "violations": [], "findings": []}
-    start, width = _buckets(lo, hi, report)
-    out = {"start_ms": start, "bucket_ms": width, "transitions": [0] * TIMELINE_BUCKETS,
+    out = {"start_ms": lo, "bucket_ms": width, "transitions": [0] * TIMELINE_BUCKETS,
            "violations": [0] * TIMELINE_BUCKETS, "findings": [0] * TIMELINE_BUCKETS,
            "listed_only": report.summary["violations"] > len(report.violations)
            or report.summary["findings"] > len(report.findings)}
@@ -343,27 +338,8 @@ def _timeline(lo, hi, counts: dict[int, int] | None, report: Report) -> dict:
     for name, listed in (("violations", report.violations), ("findings", report.findings)):
         for v in listed:
             if v.time_ms is not None:
-                out[name][min((v.time_ms - start) // width, TIMELINE_BUCKETS - 1)] += 1
+                out[name][_bucket(v.time_ms, lo, width)] += 1
     return out
-
-
-def _is_spark_error(exc: Exception) -> bool:
-    try:
-        from py4j.protocol import Py4JJavaError
-        from pyspark.errors import PySparkException
-    except ImportError:
-        return False
-    return isinstance(exc, (PySparkException, Py4JJavaError))
-
-
-def _spark_error_text(exc: Exception) -> str:
-    """The reader's own message when an executor's reader failed, else the first lines of Spark's."""
-    text = str(exc)
-    for marker in ("event log segment ", "LogCorruptError", "RowError", "LogError"):
-        at = text.find(marker)
-        if at >= 0:
-            return text[at:].splitlines()[0][:500]
-    return " ".join(text.strip().splitlines()[:3])[:500]
 
 
 # --- the whole audit ----------------------------------------------------------------------------------------

@@ -47,13 +47,18 @@ from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE, 
 _ORDER = ("seq", "source", "position")
 
 
-def audit(rows, *, limit: int | None = None) -> Report:
-    """Run every check over the DataFrame ``rows``; list at most ``limit`` violations (counts are exact)."""
+def audit(rows, *, limit: int | None = None, also=None) -> Report:
+    """Run every check over the DataFrame ``rows``; list at most ``limit`` violations (counts are exact).
+
+    ``also``, if given, is called with the rows (and the columns of :func:`with_eras`) while they are
+    cached, for more queries over the same input without reading it again."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
     base = with_eras(rows.select(*COLUMNS)).persist(StorageLevel.MEMORY_AND_DISK)
     try:
+        if also is not None:
+            also(base)
         stats = base.groupBy("run_id", "kind", F.when(F.col("kind") == TRANSITION_FAILED, F.col("error"))
                              .alias("error")).count().collect()
         found = violation_candidates(base)
