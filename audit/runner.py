@@ -14,8 +14,10 @@ reading says so; KRaft files are recognised and reported as having no controller
 
 The engine: ``local`` (in process, no JVM) or ``spark`` (:mod:`audit.spark_engine`, on the active
 session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
-input and ``spark`` above it (or ``local`` when no Java is found); the default threshold is where
-Spark overtook the in-process engine on this project's benchmark machine (docs/benchmarks.md).
+input and ``spark`` above it (or ``local`` when no Java is found). The default threshold is where
+the in-process engine's rows (about ten times the input's size) would fill half the machine's
+memory: on the 2-core benchmark machine the in-process engine was faster than Spark at every size
+measured (docs/benchmarks.md); Spark is for inputs that do not fit, and for clusters.
 Both give identical reports. Kafka text logs are always read here, in the driver (they are small:
 a broker writes megabytes, not gigabytes) and handed to Spark as Arrow.
 """
@@ -38,7 +40,20 @@ from events.segment import SEGMENT_SUFFIX
 EVENT_LOG = "event-log"
 KAFKA_LOG = "kafka-log"
 ENGINES = ("auto", "local", "spark")
-DEFAULT_SPARK_THRESHOLD = 256 * 1024 * 1024   # bytes of input; see docs/benchmarks.md
+# The in-process engine holds every row: about ten times the input's bytes in memory. On the
+# benchmark machine (2 cores) it was faster than Spark at every size measured (docs/benchmarks.md),
+# so ``auto`` takes Spark only when the rows would need more than half of the memory.
+LOCAL_BYTES_PER_INPUT_BYTE = 10
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+DEFAULT_SPARK_THRESHOLD = _physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
 DEFAULT_LIMIT = 1000
 TIMELINE_BUCKETS = 60
 REPORT_FORMAT = 1
@@ -340,6 +355,25 @@ def _timeline(lo: int | None, width: int | None, counts: dict[int, int] | None, 
             if v.time_ms is not None:
                 out[name][_bucket(v.time_ms, lo, width)] += 1
     return out
+
+
+def _is_spark_error(exc: Exception) -> bool:
+    try:
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return False
+    return isinstance(exc, (PySparkException, Py4JJavaError))
+
+
+def _spark_error_text(exc: Exception) -> str:
+    """The reader's own message when an executor's reader failed, else the first lines of Spark's."""
+    text = str(exc)
+    for marker in ("event log segment ", "LogCorruptError", "RowError", "LogError"):
+        at = text.find(marker)
+        if at >= 0:
+            return text[at:].splitlines()[0][:500]
+    return " ".join(text.strip().splitlines()[:3])[:500]
 
 
 # --- the whole audit ----------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/bench_audit.py [--transitions 10000000] [--masters local[2] local[1]]
      [--engines local spark] [--data-dir out/bench-audit-full] [--sizes 300000 1000000 3000000]
+     [--conf spark.driver.memory=8g ...]
 
 Data: the runs of bench/bench_audit_read.py (state machines of six brokers, two of which fail), about
 1 M records per log directory, cached under --data-dir/<records>/. --transitions is the number of
@@ -36,16 +37,16 @@ def transitions_per_record() -> float:
     return n / stats.records
 
 
-def child(engine: str, master: str | None, dirs: list[str]) -> dict:
+def child(engine: str, master: str | None, dirs: list[str], conf: dict) -> dict:
     t0 = time.perf_counter()
     session = 0.0
     if engine == "spark":
         from audit.spark_session import spark_session
-        spark_session(master, app_name="bench-audit")
+        spark_session(master, app_name="bench-audit", conf=conf)
         session = time.perf_counter() - t0
     from audit.runner import run_audit
     t1 = time.perf_counter()
-    result = run_audit(dirs, engine=engine, master=master, limit=1000)
+    result = run_audit(dirs, engine=engine, master=master, limit=1000, conf=conf)
     end = time.perf_counter()
     s = result.report.summary
     return {"engine": engine, "master": master, "total": end - t0, "session": session, "audit": end - t1,
@@ -53,13 +54,14 @@ def child(engine: str, master: str | None, dirs: list[str]) -> dict:
             "findings": s["findings"], "bytes": sum(i.bytes for i in result.inputs)}
 
 
-def run_child(engine: str, master: str | None, dirs: list[str]) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", engine, master or "-", *dirs]
+def run_child(engine: str, master: str | None, dirs: list[str], conf: dict) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", engine, master or "-", json.dumps(conf), *dirs]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     lines = [line for line in out.stdout.splitlines() if line.startswith("RESULT ")]
     if out.returncode != 0 or not lines:
-        raise RuntimeError(f"{engine} {master}: {out.stderr[-3000:]}")
+        errors = [line for line in out.stderr.splitlines() if "Error" in line or "Exception" in line][:5]
+        raise RuntimeError(f"{engine} {master}: " + "\n".join(errors) + "\n" + out.stderr[-2000:])
     return json.loads(lines[-1][len("RESULT "):])
 
 
@@ -73,8 +75,8 @@ def show(r: dict) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        engine, master, dirs = sys.argv[2], sys.argv[3], sys.argv[4:]
-        print("RESULT " + json.dumps(child(engine, None if master == "-" else master, dirs)), flush=True)
+        engine, master, conf, dirs = sys.argv[2], sys.argv[3], json.loads(sys.argv[4]), sys.argv[5:]
+        print("RESULT " + json.dumps(child(engine, None if master == "-" else master, dirs, conf)), flush=True)
         return
     ap = argparse.ArgumentParser()
     ap.add_argument("--transitions", type=int, default=10_000_000)
@@ -83,9 +85,11 @@ def main() -> None:
     ap.add_argument("--masters", nargs="+", default=["local[2]", "local[1]"])
     ap.add_argument("--data-dir", default=os.path.join(ROOT, "out", "bench-audit-full"))
     ap.add_argument("--segment-mb", type=int, default=32)
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark properties")
     args = ap.parse_args()
 
     from bench_audit_read import generate
+    conf = dict(item.split("=", 1) for item in args.conf)
     ratio = transitions_per_record()
     print(f"# {ratio:.3f} transitions per record; {os.cpu_count()} cores; load {os.getloadavg()[0]:.1f}")
     for n in [*args.sizes, args.transitions]:
@@ -93,10 +97,10 @@ def main() -> None:
         dirs = generate(os.path.join(args.data_dir, str(records)), records, args.segment_mb << 20)
         print(f"## about {n:,} transitions ({records:,} records, {len(dirs)} log dirs)", flush=True)
         if "local" in args.engines:
-            show(run_child("local", None, dirs))
+            show(run_child("local", None, dirs, conf))
         if "spark" in args.engines:
             for master in args.masters:
-                show(run_child("spark", master, dirs))
+                show(run_child("spark", master, dirs, conf))
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ BADVERSION retry) or change the stored states first (a concurrent writer such as
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
 import pytest
+import structlog
 
 from controller.context import ControllerContext
 from controller.partition_state_store import InMemoryPartitionStateStore
@@ -116,6 +118,18 @@ def make_harness():
 @pytest.fixture
 def harness() -> Harness:
     return Harness()
+
+
+@pytest.fixture
+def quiet_cli_logging(monkeypatch):
+    """For tests that call ``kcontroller.cli.main`` in process: main() configures structlog for the
+    whole process (with cached loggers), after which tests that capture log lines would see nothing.
+    Here it configures nothing, diagnostics stay quiet, and structlog's defaults come back after."""
+    monkeypatch.setattr("kcontroller.cli.configure_logging", lambda level: None)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+                        cache_logger_on_first_use=False)
+    yield
+    structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")

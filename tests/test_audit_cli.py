@@ -9,7 +9,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import structlog
 
 from audit.runner import EVENT_LOG, KAFKA_LOG, resolve_inputs, run_audit
 from controller.state_machine_harness import ScriptSpec, run_scripted
@@ -56,12 +55,8 @@ NOT_LOGS = {"INDEX.md", "confluentinc-examples-multiregion-describe-liveobserver
 
 
 @pytest.fixture(autouse=True)
-def _restore_structlog():
-    """``main`` configures structlog for the process (as the CLI must); put it back for the other tests."""
-    saved = structlog.get_config()
-    yield
-    structlog.configure(**saved)
-    structlog.reset_defaults() if not saved else None
+def _no_global_logging_config(quiet_cli_logging):
+    """In-process ``main()`` calls leave structlog as they found it (see conftest.quiet_cli_logging)."""
 
 
 def scripted_log(path: Path, *, plant_illegal: bool = False, seed: int = 0, batch_records: int = 1000) -> Path:
@@ -212,3 +207,16 @@ def test_spark_and_local_give_the_same_report(spark, tmp_path):
     on_spark.pop("master"), local.pop("master")
     assert on_spark == local
     assert local["summary"]["violations"] >= 1 and local["timeline"]["transitions"]
+
+
+@pytest.mark.spark
+def test_a_damaged_segment_on_spark_is_an_input_error_naming_the_file(spark, tmp_path):
+    log = scripted_log(tmp_path / "log", batch_records=10)
+    segment = sorted(log.iterdir())[0]
+    data = bytearray(segment.read_bytes())
+    data[len(data) * 3 // 4] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    result = run_audit([str(log)], engine="spark")
+    assert result.exit_status == 2
+    error, = result.errors
+    assert segment.name in error.reason, error.reason

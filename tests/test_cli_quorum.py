@@ -2,11 +2,9 @@
 kafka-metadata-quorum.sh describe --status / --replication would (plus the '#' lines); clear errors."""
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
-import structlog
 
 from events.log import LogReader, LogWriter
 from kcontroller.cli import main
@@ -15,14 +13,8 @@ from sim.simulation import Simulation
 
 
 @pytest.fixture(autouse=True)
-def _no_global_logging_config(monkeypatch):
-    # main() configures structlog for the process (with cached loggers); in-process tests must not,
-    # or later tests that capture log lines see nothing.
-    monkeypatch.setattr("kcontroller.cli.configure_logging", lambda level: None)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    yield
-    structlog.reset_defaults()
+def _no_global_logging_config(quiet_cli_logging):
+    """In-process ``main()`` calls leave structlog as they found it (see conftest.quiet_cli_logging)."""
 
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -2,25 +2,17 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
-import structlog
 
 from events.log import LogReader
 from events.records import SimulationStarted, SimulationSummary
 from kcontroller.cli import main
 
 @pytest.fixture(autouse=True)
-def _no_global_logging_config(monkeypatch):
-    # main() configures structlog for the process (with cached loggers); in-process tests must not,
-    # or later tests that capture log lines see nothing.
-    monkeypatch.setattr("kcontroller.cli.configure_logging", lambda level: None)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    yield
-    structlog.reset_defaults()
+def _no_global_logging_config(quiet_cli_logging):
+    """In-process ``main()`` calls leave structlog as they found it (see conftest.quiet_cli_logging)."""
 
 
 EXAMPLE = str(Path(__file__).resolve().parents[1] / "examples" / "unclean-election-on.yaml")

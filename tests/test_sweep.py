@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -11,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-import structlog
 
 from kcontroller import sweep as sweep_module
 from kcontroller.cli import main
@@ -49,14 +47,8 @@ steps:
 
 
 @pytest.fixture(autouse=True)
-def _no_global_logging_config(monkeypatch):
-    # main() configures structlog for the process (with cached loggers); in-process tests must not,
-    # or later tests that capture log lines see nothing.
-    monkeypatch.setattr("kcontroller.cli.configure_logging", lambda level: None)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    yield
-    structlog.reset_defaults()
+def _no_global_logging_config(quiet_cli_logging):
+    """In-process ``main()`` calls leave structlog as they found it (see conftest.quiet_cli_logging)."""
 
 
 @pytest.fixture
