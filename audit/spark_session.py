@@ -6,7 +6,7 @@ the session it builds takes the submitted master and settings. Otherwise it buil
 for ``master`` (``local[N]``, ``spark://host:port``, ...; default ``local[*]``) with what the audit
 wants and nothing that changes results: no UI or console progress bar, Arrow for DataFrames made
 from local data, UTC session time, window buffers that hold a run in memory, and on a local master
-4g of driver memory and as many shuffle partitions as the master has cores (the checks shuffle
+half the machine's memory (up to 16g) for the driver and as many shuffle partitions as the master has cores (the checks shuffle
 once, by run; Spark's default of 200 makes 200 tiny tasks of a small audit).
 
 Python workers on this machine run this interpreter (it has msgpack, pyarrow, google-crc32c), unless
@@ -30,7 +30,17 @@ from contextlib import contextmanager
 from types import ModuleType
 
 DEFAULT_MASTER = "local[*]"
-LOCAL_DRIVER_MEMORY = "4g"
+def _local_driver_memory() -> str:
+    """Half the machine's memory, at least 1g and at most 16g: in local mode the driver is the executor,
+    and the checks' windows hold whole runs (an audit of 10 M transitions in 19 runs failed with 4g)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        physical = 8 << 30
+    return f"{max(1, min(16, physical // 2 >> 30))}g"
+
+
+LOCAL_DRIVER_MEMORY = _local_driver_memory()
 # The checks' windows are partitioned by run: a whole run goes through one window buffer. Spark's
 # default spills that buffer to disk every 4096 rows; keep up to a few million rows in memory.
 WINDOW_BUFFER = {"spark.sql.windowExec.buffer.in.memory.threshold": "2000000",
@@ -89,8 +99,6 @@ def spark_session(master: str | None = None, *, app_name: str = "kcontroller", c
     cores = _cores(master)
     if cores:
         settings.update({"spark.sql.shuffle.partitions": str(cores), "spark.default.parallelism": str(cores),
-                         # In local mode the driver is the executor: Spark's 1g leaves too little for the
-                         # checks' windows over whole runs.
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
     settings.update(WINDOW_BUFFER)
     settings.update(conf or {})
