@@ -70,6 +70,7 @@ class AuditInput:
     segments: list[SegmentRef] = field(default_factory=list)
     reading: KafkaLogReading | None = None
     error: str | None = None
+    notes: list[str] = field(default_factory=list)   # e.g. a torn tail (a crash mid-write), not an error
 
     def to_json(self, rows_by_run: dict) -> dict:
         out = {"path": self.path, "type": self.type, "run_id": self.run_id, "bytes": self.bytes,
@@ -84,6 +85,8 @@ class AuditInput:
                               "header": c.header, "not_understood": c.not_understood},
                        not_understood_sample=[{"line": no, "text": text} for no, text in r.not_understood_sample],
                        notes=list(r.notes))
+        if self.notes:
+            out["notes"] = [*out.get("notes", []), *self.notes]
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -267,6 +270,7 @@ def _audit_local(inputs: list[AuditInput], limit: int | None) -> tuple[Report, d
             rows.extend(iter_log_rows(i.path, stats))
         except LogError as exc:  # the rows before the damage are audited; the input is reported
             i.error = str(exc)
+        i.notes += [str(t) for t in stats.torn_tails]
     rows += _read_kafka_logs(inputs)
     report = local_engine.audit(rows, limit=limit)
     return report, timeline_of(_transition_times(rows), report)

@@ -69,6 +69,8 @@ def print_summary(result: AuditResult, out=None) -> None:
     for i in result.inputs:
         if i.error:
             out.write(f"  cannot read {i.path}: {i.error}\n")
+        for note in i.notes:
+            out.write(f"  {i.path}: {note}\n")
         r = i.reading
         if r is not None:
             for note in r.notes:

@@ -220,3 +220,14 @@ def test_a_damaged_segment_on_spark_is_an_input_error_naming_the_file(spark, tmp
     assert result.exit_status == 2
     error, = result.errors
     assert segment.name in error.reason, error.reason
+
+
+def test_a_torn_tail_is_noted_not_an_error(tmp_path, capsys):
+    log = scripted_log(tmp_path / "log", batch_records=10)
+    segment = sorted(log.iterdir())[-1]
+    with open(segment, "ab") as f:
+        f.write(b"\x00" * 7)              # the start of a batch header, cut short by a crash
+    assert main(["audit", str(log), "--report", str(tmp_path / "r.json")]) == 0
+    assert "incomplete" in capsys.readouterr().out
+    note, = json.loads((tmp_path / "r.json").read_text())["inputs"][0]["notes"]
+    assert "cut short by a crash" in note
