@@ -352,6 +352,9 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
             "failures": s["failures"], "failures_by_error": s["failures_by_error"], "violations": s["violations"],
             "violations_by_kind": s["violations_by_kind"],
             "violations_by_seed": {str(seed): n for seed, n in violations_of_seed.items() if n},
+            "findings": s["findings"], "findings_by_kind": s["findings_by_kind"],
+            "findings_by_seed": {str(seed_of_run[run_id]): n for run_id, n in s["findings_by_run"].items()
+                                 if run_id in seed_of_run and n},
             "listed": [_violation_entry(v, seed_of_run, out_dir) for v in report.violations],
         }
     per_seed = []
@@ -467,7 +470,10 @@ def format_sweep(document: dict, out_dir: str, shown_violations: int = 20) -> st
         verdict = "clean" if a["violations"] == 0 else f"{a['violations']} VIOLATIONS " + ", ".join(
             f"{k} {n}" for k, n in a["violations_by_kind"].items() if n)
         lines.append(f"audit of the {a['runs']} logs: {a['rows']} rows, {a['transitions']} transitions, "
-                     f"{a['failures']} refused transitions: {verdict}")
+                     f"{a['failures']} failed or refused transitions: {verdict}")
+        if a["findings"]:
+            lines.append("findings (not violations): " + ", ".join(
+                f"{k} {n}" for k, n in a["findings_by_kind"].items() if n))
     lines.append("")
     if d["metrics"]:
         lines.extend(format_table(d["metrics"], d["finished"]))
