@@ -63,6 +63,30 @@ def _cores(master: str) -> int:
     return 1 if master == "local" else 0
 
 
+# Spark's start-up chatter (its default log4j profile, hostname and native-library warnings) would bury
+# the audit's own output on stderr; a session this module starts logs errors only.
+_LOG4J2 = """rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def _quiet_log4j2_option() -> str:
+    directory = os.path.join(tempfile.gettempdir(), "kcontroller-spark")
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, f"log4j2-{hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]}.properties")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(_LOG4J2)
+        os.replace(tmp, path)
+    return f"-Dlog4j2.configurationFile=file:{path}"
+
+
 def _submitted_conf():
     """The configuration ``spark-submit`` (or the ``pyspark`` shell) gave this process before any
     session exists — its ``--master``, ``--conf`` ... — or None when it was not started that way."""
@@ -101,6 +125,8 @@ def spark_session(master: str | None = None, *, app_name: str = "kcontroller", c
         settings.update({"spark.sql.shuffle.partitions": str(cores), "spark.default.parallelism": str(cores),
                          "spark.driver.memory": LOCAL_DRIVER_MEMORY})
     settings.update(WINDOW_BUFFER)
+    if submitted is None:   # a JVM this process starts: quiet, unless the user configures its logging
+        settings["spark.driver.extraJavaOptions"] = _quiet_log4j2_option()
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
