@@ -75,15 +75,22 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 
 
-def _quiet_log4j2_option() -> str:
-    directory = os.path.join(tempfile.gettempdir(), "kcontroller-spark")
+def _content_file(subdir: str, prefix: str, suffix: str, data: bytes) -> str:
+    """A file in the temporary directory holding ``data``, named by its content hash (written once,
+    atomically: concurrent processes may ask for the same file)."""
+    directory = os.path.join(tempfile.gettempdir(), subdir)
     os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"log4j2-{hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]}.properties")
+    path = os.path.join(directory, f"{prefix}{hashlib.sha256(data).hexdigest()[:16]}{suffix}")
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w") as f:
-            f.write(_LOG4J2)
+        with open(tmp, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
+    return path
+
+
+def _quiet_log4j2_option() -> str:
+    path = _content_file("kcontroller-spark", "log4j2-", ".properties", _LOG4J2.encode())
     return f"-Dlog4j2.configurationFile=file:{path}"
 
 
@@ -170,15 +177,7 @@ def ship_packages(spark, packages: Iterable[ModuleType | str]) -> str:
                         info = zipfile.ZipInfo(os.path.relpath(path, parent), date_time=(1980, 1, 1, 0, 0, 0))
                         with open(path, "rb") as f:
                             zf.writestr(info, f.read())
-    blob = data.getvalue()
-    directory = os.path.join(tempfile.gettempdir(), "kcontroller-pyfiles")
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"kcontroller-py-{hashlib.sha256(blob).hexdigest()[:16]}.zip")
-    if not os.path.exists(path):
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(blob)
-        os.replace(tmp, path)
+    path = _content_file("kcontroller-pyfiles", "kcontroller-py-", ".zip", data.getvalue())
     sc = spark.sparkContext
     key = (sc.applicationId, path)
     if key not in _shipped:

@@ -160,12 +160,18 @@ def test_unreadable_inputs_exit_2_and_the_rest_is_still_audited(tmp_path, capsys
     assert report["summary"]["violations"] == 1     # the readable log was audited all the same
 
 
-def test_a_damaged_segment_is_an_input_error_naming_the_file(tmp_path):
+def damaged_log(tmp_path: Path) -> tuple[Path, Path]:
+    """A log whose only segment has a byte flipped three quarters in: (log directory, segment)."""
     log = scripted_log(tmp_path / "log", batch_records=10)
     segment = sorted(log.iterdir())[0]
     data = bytearray(segment.read_bytes())
     data[len(data) * 3 // 4] ^= 0xFF
     segment.write_bytes(bytes(data))
+    return log, segment
+
+
+def test_a_damaged_segment_is_an_input_error_naming_the_file(tmp_path):
+    log, segment = damaged_log(tmp_path)
     result = run_audit([str(log)], engine="local")
     assert result.exit_status == 2
     bad, = result.inputs
@@ -211,11 +217,7 @@ def test_spark_and_local_give_the_same_report(spark, tmp_path):
 
 @pytest.mark.spark
 def test_a_damaged_segment_on_spark_is_an_input_error_naming_the_file(spark, tmp_path):
-    log = scripted_log(tmp_path / "log", batch_records=10)
-    segment = sorted(log.iterdir())[0]
-    data = bytearray(segment.read_bytes())
-    data[len(data) * 3 // 4] ^= 0xFF
-    segment.write_bytes(bytes(data))
+    log, segment = damaged_log(tmp_path)
     result = run_audit([str(log)], engine="spark")
     assert result.exit_status == 2
     error, = result.errors
