@@ -83,7 +83,7 @@ class KafkaLogReader:
         self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
         self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
         self._isr: dict[tuple[str, int], list[int]] = {}   # partition -> last known ISR
-        self._partitions: dict[str, dict[int, int]] = {}   # topic -> partition -> last state
+        self._existing: dict[str, set[int]] = {}   # topic -> partitions whose last state is not NonExistent
         self._active: int | None = None        # the controller that last took over, for ident-less lines
         self._pending: AuditRow | None = None  # a row waiting for its next line (exception, selector)
         self._pending_kind: str | None = None
@@ -321,14 +321,15 @@ class KafkaLogReader:
         controller without the log showing it: a deletion at INFO level, whose transitions are TRACE, or
         its znodes removed by hand), starts a new incarnation of the topic. A ``topic_created`` row says so,
         just before the transition: same line, position 0 (the reader inferred it, no line is it)."""
-        parts = self._partitions.setdefault(row.topic, {})
+        existing = self._existing.setdefault(row.topic, set())
         if row.from_state == _NON_EXISTENT and row.to_state == _NEW and (
-                parts.get(row.partition, _NON_EXISTENT) != _NON_EXISTENT
-                or all(state == _NON_EXISTENT for state in parts.values())):
-            parts.clear()
+                row.partition in existing or not existing):
+            existing.clear()
             self._out.append(self._row(TOPIC_CREATED, topic=row.topic)._replace(position=0))
-        if row.to_state is not None:
-            parts[row.partition] = row.to_state
+        if row.to_state == _NON_EXISTENT:
+            existing.discard(row.partition)
+        elif row.to_state is not None:
+            existing.add(row.partition)
 
     def _hold(self, row: AuditRow, kind: str) -> list:
         self._pending, self._pending_kind = row, kind

@@ -107,7 +107,7 @@ MAPPED_KINDS: dict[int, str] = {
 _SHAPES = frozenset((code, R.SCHEMA_VERSION, len(cls._fields)) for code, cls in R.KINDS.items())
 _ENTITY_NAMES = {R.ENTITY_REPLICA: ENTITY_REPLICA, R.ENTITY_PARTITION: ENTITY_PARTITION}
 _LIST_COLUMNS = (AuditRow._fields.index("isr"), AuditRow._fields.index("replicas"))
-_GLOB_MAGIC = re.compile(r"[*?[]")
+GLOB_MAGIC = re.compile(r"[*?[]")
 
 _kind_of = itemgetter(0)
 _version_of = itemgetter(1)
@@ -158,7 +158,7 @@ def resolve_log_dirs(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> 
     seen: set[str] = set()
     for p in paths:
         p = os.fspath(p)
-        if _GLOB_MAGIC.search(p):
+        if GLOB_MAGIC.search(p):
             found = sorted(m for m in _glob.glob(p, recursive=True) if os.path.isdir(m))
             if not found:
                 raise LogNotFoundError(f"no event log directory matches {p}")

@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from audit import local_engine
 from audit.checks import FINDING_KINDS, VIOLATION_KINDS, Report, Violation, state_name
 from audit.kafka_text_logs import KafkaLogError, KafkaLogReading, read_kafka_log, run_id_for
-from audit.log_rows import ReadStats, SegmentRef, discover_segments, iter_log_rows
+from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_log_rows
 from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
+from audit.spark_session import physical_memory
 from events.log import LogError
 from events.segment import SEGMENT_SUFFIX
 
@@ -46,18 +47,10 @@ ENGINES = ("auto", "local", "spark")
 LOCAL_BYTES_PER_INPUT_BYTE = 10
 
 
-def _physical_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
-
-
-DEFAULT_SPARK_THRESHOLD = _physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
+DEFAULT_SPARK_THRESHOLD = physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
 DEFAULT_LIMIT = 1000
 TIMELINE_BUCKETS = 60
 REPORT_FORMAT = 1
-_GLOB_MAGIC = frozenset("*?[")
 
 
 @dataclass
@@ -159,7 +152,7 @@ def _is_event_log(directory: str) -> bool:
 
 def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
     """(type, path) pairs named by one PATH argument, or an error."""
-    if _GLOB_MAGIC & set(path):
+    if GLOB_MAGIC.search(path):
         matches = sorted(_glob.glob(path, recursive=True))
         if not matches:
             return [], "no file or directory matches this glob"

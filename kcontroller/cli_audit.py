@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from audit.checks import format_violation
 from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, AuditResult, run_audit
+from kcontroller.files import write_text_atomically
 
 EXIT_ERROR = 2
 SHOWN = 20  # violations and findings printed on stdout; the reports hold up to --limit
@@ -46,15 +46,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="input size from which --engine auto uses Spark (default: %(default)s)")
     p.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the summary")
     return p
-
-
-def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def print_summary(result: AuditResult, out=None) -> None:
@@ -109,10 +100,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     report = result.to_json()
     if args.report:
-        _write(args.report, json.dumps(report, indent=2) + "\n")
+        write_text_atomically(args.report, json.dumps(report, indent=2) + "\n")
     if args.html:
         from audit.html_report import render
-        _write(args.html, render(report))
+        write_text_atomically(args.html, render(report))
     if args.json:
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from audit.checks import Report
 from kcontroller.cli_simulate import simulate_to_log
+from kcontroller.files import write_text_atomically
 from sim.scenario import Scenario
 from sim.simulation import Simulation
 
@@ -323,7 +324,7 @@ def run_sweep(scenario: Scenario, out_dir: str, seeds: Sequence[int], *, engine:
     report = audit_logs(paths, spark if engine == "spark" else None) if paths else None
     audited = time.monotonic()
     document = sweep_document(scenario, out_dir, runs, report)
-    _write_json(os.path.join(out_dir, SWEEP_FILE), document)
+    write_text_atomically(os.path.join(out_dir, SWEEP_FILE), dump_document(document))
     return SweepResult(document, runs, report, ran - started, audited - ran)
 
 
@@ -375,13 +376,6 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
         "metrics": metric_distributions([r["summary"] for r in finished]),
         "runs": per_seed,
     }
-
-
-def _write_json(path: str, document: dict) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(dump_document(document))
-    os.replace(tmp, path)
 
 
 def dump_document(document: dict) -> str:
