@@ -276,7 +276,6 @@ def _transition_times(rows: Iterable[AuditRow]) -> list[int]:
 def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None,
                  conf: dict | None) -> tuple[Report, dict]:
     import pyarrow as pa
-    from pyspark.sql import functions as F
 
     from audit import spark_engine
     from audit.rows import SPARK_DDL, rows_to_arrow
@@ -296,21 +295,9 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    timeline = {}
-
-    def transition_counts(base) -> None:
-        """The timeline's transition counts, over the rows the engine has cached."""
-        transitions = base.filter(F.col("time_ms").isNotNull()
-                                  & F.col("kind").isin(REPLICA_TRANSITION, PARTITION_TRANSITION))
-        lo, hi = transitions.agg(F.min("time_ms"), F.max("time_ms")).collect()[0]
-        if lo is not None:
-            width = _bucket_width(lo, hi)
-            bucket = F.least(F.floor((F.col("time_ms") - F.lit(lo)) / F.lit(width)), F.lit(TIMELINE_BUCKETS - 1))
-            timeline.update(lo=lo, width=width, counts={int(r.b): r["count"] for r in
-                                                        transitions.groupBy(bucket.alias("b")).count().collect()})
-
-    report = spark_engine.audit(df, limit=limit, also=transition_counts)
-    return report, _timeline(timeline.get("lo"), timeline.get("width"), timeline.get("counts"), report)
+    timeline = spark_engine.TransitionTimeline(TIMELINE_BUCKETS)
+    report = spark_engine.audit(df, limit=limit, timeline=timeline)
+    return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
 
 
 # --- the timeline (the HTML report's chart) -----------------------------------------------------------------

@@ -3,82 +3,109 @@
 Gives exactly the report of :mod:`audit.local_engine` on the same rows (what is checked, and every
 decision about order, nulls and scope, is written once in :mod:`audit.checks`). The input is any
 DataFrame with the columns of ``audit.rows.SPARK_DDL`` (a reader's Python Data Source, Arrow
-batches, a Parquet copy); nothing runs per row in Python — no UDF:
+batches, a Parquet copy); nothing runs per row in Python — no UDF.
 
-- per run, once (:func:`with_eras`, persisted): ``last`` and running ``max`` of earlier controller
-  epochs, a running ``sum`` of resets numbering the eras, the running ``max`` within (run, era),
-  and a running ``sum`` of create/delete rows per (run, era, topic) numbering topic incarnations;
-- legality: a broadcast join of the transition rows with the legal-transition table that
-  :func:`statemachines.states.legal_transition_rows` derives from the one definition;
-- continuity: ``lag(to_state)`` over (run, era, controller epoch, topic incarnation, entity, topic,
+How it runs
+- The rows are read once, numbered (``_id``) and persisted; every check reads them from there.
+- Each check projects only the columns it needs and finds violations as small rows: the row's
+  ``_id``, run and order, the kind, and what the check compared with (``a``, ``b``, ``prev_isr``).
+  Only the violations listed (at most ``limit`` of each list) are looked up again for their whole
+  rows; the counts by kind, run and source are aggregated in Spark, so they are exact.
+- What changes rarely is computed once and handed to the checks as small tables: the runs that
+  have elections (from the row counts), the controller-epoch resets (eras), and each topic's
+  create/delete rows (incarnations). A row's era, or its topic's incarnation, is the number of
+  resets, or of the topic's create/delete rows, up to it: a broadcast join with those boundaries as
+  intervals of the run's order. No check sorts the whole rows by run more than once, and that once
+  only on a narrow projection.
+
+The checks
+- controller epochs, per run over the rows with an epoch (one sort of a narrow projection): ``lag``
+  (the previous row's epoch), ``last`` (the previous election's), running ``max`` (highest so far);
+  a reset starts an era (running ``sum``), and the highest epoch of earlier rows in the era is a
+  running ``max`` of era and epoch packed in one long, over the same order;
+- legality: the (entity, from, to) code of a transition against the codes of the legal-transition
+  table that :func:`statemachines.states.legal_transition_rows` derives from the one definition;
+- continuity: ``lag(to_state)`` over (run, era, controller epoch, incarnation, entity, topic,
   partition, replica) ordered by (seq, source, position);
-- controller epochs: conditions on what ``with_eras`` found;
 - per (run, era, topic, incarnation, partition): the running ``max`` of earlier leader epochs, the
-  ``last`` earlier ISR (``array_except`` finds brokers that joined the ISR without being
-  replicas), ``first(leader)`` per leader epoch, ``array_contains`` for the leader in its ISR;
-- deleted topics: the last create/delete row per (run, era, topic) and the last transition per
-  entity (``max_by`` on the order), joined; the same last transitions find replicas stuck in
+  ``last`` earlier ISR (``array_except`` finds brokers that joined the ISR without being replicas),
+  ``first(leader)`` per leader epoch, ``array_contains`` for the leader in its ISR;
+- deleted topics: the last create/delete row per (run, era, topic) and the last transition per entity
+  and era (``max_by`` on the order), joined; the same last transitions find replicas stuck in
   ReplicaDeletionIneligible;
 - findings (unclean, failed and refused transitions): conditions on the rows, as the violations.
-
-Every window and aggregation after the first is keyed by the run and more, so the rows are
-shuffled once, by run; that puts one run in one task: one very long run is audited by one core,
-many runs in parallel. The checks over the same rows and windows make one DataFrame whose rows
-carry an array of the violations they are (``filter`` and ``explode``: higher-order SQL functions,
-not Python); the four such DataFrames are one union. Only the violations are collected (at most
-``limit``, the first in report order), and their counts by kind, run and source are aggregated in
-Spark, so they are exact whatever ``limit`` is.
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
 
 from audit.checks import (
     CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DELETION_STUCK, DISCONTINUITY,
     DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION, FINDING_KINDS, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION,
-    ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED, LEADER_KINDS, LEADER_NOT_IN_ISR, NON_EXISTENT, REFUSED_TRANSITION,
-    SORT_COLUMNS, TOPIC_BOUNDARY_KINDS, TRANSITION_KINDS, UNCLEAN_ELECTION, VIOLATION_KINDS, ZOMBIE_WRITE, Report,
-    Violation, build_report, violation,
+    ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED, LEADER_KINDS, LEADER_NOT_IN_ISR, LEGAL_TRANSITIONS, NON_EXISTENT,
+    REFUSED_TRANSITION, SORT_COLUMNS, TOPIC_BOUNDARY_KINDS, TRANSITION_KINDS, UNCLEAN_ELECTION, VIOLATION_KINDS,
+    ZOMBIE_WRITE, Report, Violation, build_report, violation,
 )
 from audit.rows import COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, TOPIC_DELETION_COMPLETED, \
     TRANSITION_FAILED
-from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE, legal_transition_rows
+from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
+
+__all__ = ["TransitionTimeline", "audit"]
 
 _ORDER = ("seq", "source", "position")
+_ORDER_DDL = "struct<seq:long,source:string,position:long>"
+_EPOCH_BITS = 32   # a controller epoch is an int: era and epoch share one long as (era << 32) + epoch
+_LOOKUP_BATCH = 50_000   # ids per lookup of the listed violations' rows
 
 
-def audit(rows, *, limit: int | None = None, also=None) -> Report:
-    """Run every check over the DataFrame ``rows``; list at most ``limit`` violations (counts are exact).
+@dataclass
+class TransitionTimeline:
+    """What the timeline of a report needs from the rows: the transitions with a time, counted in ``buckets``
+    buckets of ``width`` ms from ``lo`` (the earliest; the last bucket reaches the latest). ``lo`` and
+    ``width`` stay None when no transition has a time."""
+    buckets: int
+    lo: int | None = None
+    width: int | None = None
+    counts: dict[int, int] = field(default_factory=dict)   # bucket -> transitions
 
-    ``also``, if given, is called with the rows (and the columns of :func:`with_eras`) while they are
-    cached, for more queries over the same input without reading it again."""
+
+def audit(rows, *, limit: int | None = None, timeline: TransitionTimeline | None = None) -> Report:
+    """Run every check over the DataFrame ``rows``; list at most ``limit`` violations and at most ``limit``
+    findings (counts are exact). ``timeline``, if given, is filled in from the same persisted rows."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    base = with_eras(rows.select(*COLUMNS)).persist(StorageLevel.MEMORY_AND_DISK)
+    col = F.col
+    held = []
+
+    def persisted(df):
+        held.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+        return df
+
     try:
-        if also is not None:
-            also(base)
-        stats = base.groupBy("run_id", "kind", F.when(F.col("kind") == TRANSITION_FAILED, F.col("error"))
-                             .alias("error")).count().collect()
-        found = violation_candidates(base)
-        if limit is None:
-            listed = [_to_violation(r) for r in found.collect()]
-            counts = Counter((v.kind, v.run_id, v.source) for v in listed)
-        else:
-            found = found.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                counts = {(r.violation, r.run_id, r.source): r["count"]
-                          for r in found.groupBy("violation", "run_id", "source").count().collect()}
-                listed = []
-                for kinds in (VIOLATION_KINDS, FINDING_KINDS):  # each listed up to the limit
-                    first = (found.filter(F.col("violation").isin(*kinds))
-                             .orderBy(*[F.col(c).asc_nulls_first() for c in SORT_COLUMNS]).limit(limit))
-                    listed += [_to_violation(r) for r in first.collect()]
-            finally:
-                found.unpersist()
+        base = persisted(rows.select(*COLUMNS).withColumn("_id", F.monotonically_increasing_id()))
+        stats = (base.groupBy("run_id", "kind", F.when(col("kind") == TRANSITION_FAILED, col("error")).alias("error"))
+                 .agg(F.count(F.lit(1)).alias("count"), F.max("controller_epoch").alias("max_epoch")).collect())
+        if timeline is not None:
+            _fill_timeline(base, timeline)
+        with_elections = sorted({r.run_id for r in stats if r.kind == CONTROLLER_ELECTED
+                                 and r.max_epoch is not None and r.max_epoch >= 0}, key=lambda r: (r is not None, r))
+        found = persisted(_violation_keys(base, with_elections, persisted))
+        counts = {(r.violation, r.run_id, r.source): r["count"]
+                  for r in found.groupBy("violation", "run_id", "source").count().collect()}
+        keys = []
+        for kinds in (VIOLATION_KINDS, FINDING_KINDS):   # each listed up to the limit, in report order
+            picked = found.filter(col("violation").isin(*kinds))
+            if limit is not None:
+                picked = picked.orderBy(*[col(c).asc_nulls_first() for c in SORT_COLUMNS]).limit(limit)
+            keys += picked.collect()
+        whole = _rows_by_id(base, sorted({k._id for k in keys}))
+        listed = [_to_violation(k, whole[k._id]) for k in keys]
     finally:
-        base.unpersist()
+        for df in held:
+            df.unpersist()
+
     rows_by_kind: Counter = Counter()
     failures: Counter = Counter()
     rows_by_run: Counter = Counter()
@@ -90,149 +117,232 @@ def audit(rows, *, limit: int | None = None, also=None) -> Report:
     return build_report(listed, counts, rows_by_kind, failures, len(rows_by_run), limit, rows_by_run)
 
 
-def _to_violation(r) -> Violation:
-    kind = r.violation
-    return violation(kind, r, r.prev_isr if kind == ISR_NOT_IN_REPLICAS else r.a, r.b)
+def _rows_by_id(base, ids: list[int]) -> dict:
+    from pyspark.sql import functions as F
+    out = {}
+    for i in range(0, len(ids), _LOOKUP_BATCH):
+        for r in base.filter(F.col("_id").isin(ids[i:i + _LOOKUP_BATCH])).collect():
+            out[r._id] = r
+    return out
 
 
-def with_eras(rows):
-    """``rows`` with what the per-run windows find: ``_eb`` (the row counts for controller epochs), ``_prev``
-    (the epoch a reset is judged against), ``_run_max`` and ``_era_max`` (highest epoch of earlier rows in
-    the run, in the era), ``_reset``, ``_era`` (resets up to and including the row) and ``_inc`` (the topic's
-    incarnation: its create/delete rows so far in the era). Partitioned by run: every later window and
-    aggregation keyed by run (and more) needs no shuffle."""
+def _to_violation(keys, row) -> Violation:
+    kind = keys.violation
+    return violation(kind, row, keys.prev_isr if kind == ISR_NOT_IN_REPLICAS else keys.a, keys.b)
+
+
+def _fill_timeline(base, timeline: TransitionTimeline) -> None:
+    """The transitions with a time, per bucket (as the runner buckets the in-process engine's)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    times = base.filter(col("time_ms").isNotNull() & col("kind").isin(*TRANSITION_KINDS)).select("time_ms")
+    lo, hi = times.agg(F.min("time_ms"), F.max("time_ms")).collect()[0]
+    if lo is None:
+        return
+    n = timeline.buckets
+    width = max(1, -(-(hi - lo + 1) // n))
+    bucket = F.least(F.greatest(F.floor((col("time_ms") - F.lit(lo)) / F.lit(width)), F.lit(0)), F.lit(n - 1))
+    timeline.lo, timeline.width = lo, width
+    timeline.counts = {int(r.b): r["count"] for r in times.groupBy(bucket.alias("b")).count().collect()}
+
+
+# --- the checks ----------------------------------------------------------------------------------------------
+
+def _ord():
+    from pyspark.sql import functions as F
+    return F.struct(*[F.col(c) for c in _ORDER])
+
+
+def _finding(kind: str, a=None, b=None, prev_isr=None):
+    from pyspark.sql import functions as F
+    lit = F.lit
+    return F.struct(lit(kind).alias("violation"),
+                    (lit(None) if a is None else a).cast("long").alias("a"),
+                    (lit(None) if b is None else b).cast("long").alias("b"),
+                    (lit(None) if prev_isr is None else prev_isr).cast("array<int>").alias("prev_isr"))
+
+
+def _violations(df, *checks):
+    """A row per (row of ``df``, check it fails): ``_id``, ``violation``, run and order, ``a``, ``b``,
+    ``prev_isr``. ``checks`` are (condition, finding) pairs."""
+    from pyspark.sql import functions as F
+    if len(checks) == 1:
+        (condition, found), = checks
+        picked = df.filter(condition).select("_id", "run_id", *_ORDER, found.alias("_v"))
+    else:
+        failed = F.filter(F.array(*[F.when(c, f) for c, f in checks]), lambda v: v.isNotNull())
+        picked = df.select("_id", "run_id", *_ORDER, F.explode(failed).alias("_v"))
+    return picked.select("_id", "_v.violation", "run_id", *_ORDER, "_v.a", "_v.b", "_v.prev_isr")
+
+
+def _intervals(spark, bounds: list[tuple], key_ddl: str):
+    """Boundaries (keys..., order) as a small DataFrame of intervals of the order: (keys..., ``_lo``, ``_hi``,
+    ``_idx``), from each boundary up to the next one of the same keys, numbered from 1; None when there are
+    none."""
+    if not bounds:
+        return None
+    by_key = defaultdict(set)
+    for *key, seq, source, position in bounds:
+        by_key[tuple(key)].add((seq, source, position))
+    out = []
+    for key, ords in by_key.items():
+        ords = sorted(ords, key=lambda o: tuple((v is not None, v) for v in o))   # nulls first, as Spark orders
+        for i, o in enumerate(ords):
+            out.append((*key, o, ords[i + 1] if i + 1 < len(ords) else None, i + 1))
+    return spark.createDataFrame(out, f"{key_ddl}, _lo {_ORDER_DDL}, _hi {_ORDER_DDL}, _idx long")
+
+
+def _numbered(df, intervals, keys: tuple[str, ...], name: str):
+    """``df`` with ``name``: the number of the interval of ``intervals`` holding the row (0 before the first)."""
+    from pyspark.sql import functions as F
+    if intervals is None:
+        return df.withColumn(name, F.lit(0).cast("long"))
+    iv = intervals.select(*[F.col(k).alias("_k_" + k) for k in keys], "_lo", "_hi", F.col("_idx").alias(name))
+    o = _ord()
+    on = [df[k].eqNullSafe(iv["_k_" + k]) for k in keys] + [o >= iv["_lo"], iv["_hi"].isNull() | (o < iv["_hi"])]
+    return (df.join(F.broadcast(iv), on, "left").drop(*["_k_" + k for k in keys], "_lo", "_hi")
+            .withColumn(name, F.coalesce(F.col(name), F.lit(0).cast("long"))))
+
+
+def _epochs(base, with_elections: list):
+    """The rows with a controller epoch, with what the per-run pass finds: ``_prev`` (the epoch a reset is
+    judged against), ``_run_max`` (the highest epoch of earlier rows in the run), ``_reset``, ``_era`` (resets
+    up to and including the row) and ``_era_max`` (the highest epoch of earlier rows in the era).
+    ``with_elections``: the runs that have ``controller_elected`` rows with a known epoch."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     col = F.col
-    epoch = col("controller_epoch")
-    elected = col("kind") == CONTROLLER_ELECTED
-    ordered = [col(c) for c in _ORDER]
-    before = (Window.unboundedPreceding, -1)
-    upto = (Window.unboundedPreceding, Window.currentRow)
-    w_run = Window.partitionBy("run_id").orderBy(*ordered)
-    eb = F.coalesce(col("kind").isin(*EPOCH_KINDS) & (epoch >= 0), F.lit(False))
-    df = (rows.withColumn("_eb", eb)
-          .withColumn("_ep", F.when(col("_eb"), epoch))
-          .withColumn("_prev_row", F.last("_ep", ignorenulls=True).over(w_run.rowsBetween(*before)))
-          .withColumn("_prev_elected", F.last(F.when(elected, col("_ep")), ignorenulls=True)
-                      .over(w_run.rowsBetween(*before)))
-          .withColumn("_run_max", F.max("_ep").over(w_run.rowsBetween(*before)))
-          .withColumn("_elections", F.max((elected & col("_eb")).cast("int"))
-                      .over(w_run.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))))
-    df = (df.withColumn("_prev", F.when(elected, col("_prev_elected")).when(col("_elections") == 0, col("_prev_row")))
-          .withColumn("_reset", F.coalesce(col("_eb") & (epoch == FIRST_CONTROLLER_EPOCH)
-                                           & (col("_prev") > FIRST_CONTROLLER_EPOCH), F.lit(False)))
-          .withColumn("_era", F.sum(col("_reset").cast("int")).over(w_run.rowsBetween(*upto))))
-    boundary = col("kind").isin(*TOPIC_BOUNDARY_KINDS).cast("int")
-    return (df.withColumn("_era_max", F.max("_ep").over(
-                Window.partitionBy("run_id", "_era").orderBy(*ordered).rowsBetween(*before)))
-            .withColumn("_inc", F.coalesce(F.sum(boundary).over(
-                Window.partitionBy("run_id", "_era", "topic").orderBy(*ordered).rowsBetween(*upto)), F.lit(0)))
-            .drop("_ep", "_prev_row", "_prev_elected", "_elections"))
+    epoch, elected = col("_e"), col("_el")
+    w = Window.partitionBy("run_id").orderBy(*[col(c) for c in _ORDER])
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
+    elections = F.lit(False)
+    if with_elections:
+        known = [r for r in with_elections if r is not None]
+        elections = col("run_id").isin(*known) if known else elections
+        if None in with_elections:
+            elections = elections | col("run_id").isNull()
+    df = (base.filter(col("kind").isin(*EPOCH_KINDS) & (col("controller_epoch") >= 0))
+          .select("_id", "run_id", *_ORDER, (col("kind") == CONTROLLER_ELECTED).alias("_el"),
+                  col("controller_epoch").alias("_e"))
+          .withColumn("_prev_row", F.lag(epoch).over(w))
+          .withColumn("_prev_elected", F.last(F.when(elected, epoch), ignorenulls=True).over(before))
+          .withColumn("_run_max", F.max(epoch).over(before)))
+    df = (df.withColumn("_prev", F.when(elected, col("_prev_elected")).when(~elections, col("_prev_row")))
+          .withColumn("_reset", F.coalesce((epoch == FIRST_CONTROLLER_EPOCH) & (col("_prev") > FIRST_CONTROLLER_EPOCH),
+                                           F.lit(False)))
+          .withColumn("_era", F.sum(col("_reset").cast("long")).over(w.rowsBetween(Window.unboundedPreceding, 0))))
+    m = F.max(F.shiftleft(col("_era"), _EPOCH_BITS) + epoch).over(before)
+    return (df.withColumn("_m", m)
+            .withColumn("_era_max", F.when(F.shiftright(col("_m"), _EPOCH_BITS) == col("_era"),
+                                           col("_m").bitwiseAND(F.lit((1 << _EPOCH_BITS) - 1)))))
 
 
-def violation_candidates(base):
-    """One DataFrame of every violation found in ``base`` (``with_eras`` of the rows): the columns of
-    SPARK_DDL, ``violation`` naming the kind, and what the check compared with: ``a``, ``b``, ``prev_isr``
-    (see audit.checks.violation). Each group of checks over the same rows and windows is one branch of
-    the union, whose rows carry an array of what they violate, exploded."""
+def _violation_keys(base, with_elections: list, persisted):
+    """Every violation and finding in ``base`` (see :func:`_violations` for the columns). ``persisted``
+    persists a DataFrame until the audit ends."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     col, lit = F.col, F.lit
     spark = base.sparkSession
     ordered = [col(c) for c in _ORDER]
-    before = (Window.unboundedPreceding, -1)
-    upto = (Window.unboundedPreceding, Window.currentRow)
 
-    def finding(kind: str, a=None, b=None, prev_isr=None):
-        return F.struct(lit(kind).alias("violation"),
-                        (lit(None) if a is None else a).cast("long").alias("a"),
-                        (lit(None) if b is None else b).cast("long").alias("b"),
-                        (lit(None) if prev_isr is None else prev_isr).cast("array<int>").alias("prev_isr"))
+    # Controller epochs, per run; its resets are the eras of every row, and each topic's create/delete rows
+    # its incarnations.
+    epochs = persisted(_epochs(base, with_elections))
+    lower = ~col("_reset") & (col("_e") < col("_era_max"))
+    epoch_violations = _violations(
+        epochs,
+        (col("_reset"), _finding(CONTROLLER_EPOCH_RESET, col("_prev"), col("_run_max"))),
+        (lower & col("_el"), _finding(CONTROLLER_EPOCH_DECREASED, col("_era_max"))),
+        (lower & ~col("_el"), _finding(ZOMBIE_WRITE, col("_era_max"))))
+    eras = _intervals(spark, [tuple(r) for r in epochs.filter(col("_reset")).select("run_id", *_ORDER).collect()],
+                      "run_id string")
+    boundaries = base.filter(col("kind").isin(*TOPIC_BOUNDARY_KINDS))
+    incarnations = _intervals(spark, [tuple(r) for r in boundaries.select("run_id", "topic", *_ORDER).distinct()
+                                      .collect()], "run_id string, topic string")
 
-    def violations(df, *checks):
-        """A row per (row of ``df``, check it fails); ``checks`` are (condition, finding) pairs."""
-        failed = F.filter(F.array(*[F.when(condition, found) for condition, found in checks]), lambda v: v.isNotNull())
-        return (df.select(*COLUMNS, F.explode(failed).alias("_v"))
-                .select(col("_v.violation").alias("violation"), *COLUMNS, "_v.a", "_v.b", "_v.prev_isr"))
+    def scoped(df, incarnation: bool = True):
+        df = _numbered(df, eras, ("run_id",), "_era")
+        return _numbered(df, incarnations, ("run_id", "topic"), "_inc") if incarnation else df
 
-    # Transitions: legality (a broadcast join with the legal-transition table) and continuity (the
-    # previous to-state of the entity within the controller epoch and era).
-    legal = (spark.createDataFrame([(m, f, t) for m, _, _, f, t in legal_transition_rows()],
-                                   "entity string, from_state int, to_state int")
-             .withColumn("_legal", lit(True)))
-    w = Window.partitionBy("run_id", "_era", "controller_epoch", "_inc", "entity", "topic", "partition", "replica") \
+    # Transitions: legality and continuity (the previous to-state of the entity in the controller epoch, era
+    # and topic incarnation).
+    legal = sorted(_transition_code(m, f, t) for m, f, t in LEGAL_TRANSITIONS)
+    code = (F.when(col("entity") == ENTITY_REPLICA, _transition_code(ENTITY_REPLICA, 0, 0))
+            .when(col("entity") == ENTITY_PARTITION, _transition_code(ENTITY_PARTITION, 0, 0))
+            + col("from_state") * 256 + col("to_state"))
+    transitions = persisted(scoped(base.filter(col("kind").isin(*TRANSITION_KINDS))
+                                   .select("_id", "run_id", *_ORDER, "entity", "topic", "partition", "replica",
+                                           "from_state", "to_state", "controller_epoch")))
+    w = Window.partitionBy("run_id", "topic", "partition", "_era", "controller_epoch", "_inc", "entity", "replica") \
         .orderBy(*ordered)
-    transitions = (base.filter(col("kind").isin(*TRANSITION_KINDS))
-                   .join(F.broadcast(legal), ["entity", "from_state", "to_state"], "left")
-                   .withColumn("_prev_to", F.lag("to_state").over(w))
-                   .withColumn("_prev_seq", F.lag("seq").over(w)))
     from_state = col("from_state")
-    transition_violations = violations(
-        transitions,
-        (from_state.isNotNull() & col("to_state").isNotNull() & col("_legal").isNull(), finding(ILLEGAL_TRANSITION)),
+    continued = transitions.withColumn("_prev_to", F.lag("to_state").over(w)).withColumn("_prev_seq", F.lag("seq").over(w))
+    transition_violations = _violations(
+        continued,
+        (from_state.isNotNull() & col("to_state").isNotNull() & ~F.coalesce(code.isin(*legal), lit(False)),
+         _finding(ILLEGAL_TRANSITION)),
         (from_state.isNotNull() & col("_prev_to").isNotNull() & (from_state != col("_prev_to")),
-         finding(DISCONTINUITY, col("_prev_to"), col("_prev_seq"))))
-
-    # Controller epochs: what with_eras found.
-    elected = col("kind") == CONTROLLER_ELECTED
-    lower = ~col("_reset") & (col("controller_epoch") < col("_era_max"))
-    epoch_violations = violations(
-        base.filter(col("_eb")),
-        (col("_reset"), finding(CONTROLLER_EPOCH_RESET, col("_prev"), col("_run_max"))),
-        (lower & elected, finding(CONTROLLER_EPOCH_DECREASED, col("_era_max"))),
-        (lower & ~elected, finding(ZOMBIE_WRITE, col("_era_max"))))
+         _finding(DISCONTINUITY, col("_prev_to"), col("_prev_seq"))))
 
     # Leaders, leader epochs and ISRs, per (era, topic incarnation, partition).
     leader, leader_epoch, isr = col("leader"), col("leader_epoch"), col("isr")
-    w_part = Window.partitionBy("run_id", "_era", "topic", "_inc", "partition").orderBy(*ordered).rowsBetween(*before)
-    w_epoch = Window.partitionBy("run_id", "_era", "topic", "_inc", "partition", "leader_epoch").orderBy(*ordered) \
-        .rowsBetween(*upto)
+    leader_rows = scoped(base.filter(col("kind").isin(*LEADER_KINDS))
+                         .select("_id", "run_id", *_ORDER, "topic", "partition", "leader", "leader_epoch", "isr",
+                                 "replicas", "unclean"))
+    w_part = Window.partitionBy("run_id", "topic", "partition", "_era", "_inc").orderBy(*ordered) \
+        .rowsBetween(Window.unboundedPreceding, -1)
+    w_epoch = Window.partitionBy("run_id", "topic", "partition", "_era", "_inc", "leader_epoch").orderBy(*ordered) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
     leads = (leader_epoch >= 0) & (leader >= 0)
-    leaders = (base.filter(col("kind").isin(*LEADER_KINDS))
-               .withColumn("_max_le", F.max(F.when(leader_epoch >= 0, leader_epoch)).over(w_part))
+    leaders = (leader_rows.withColumn("_max_le", F.max(F.when(leader_epoch >= 0, leader_epoch)).over(w_part))
                .withColumn("_prev_isr", F.last("isr", ignorenulls=True).over(w_part))
                .withColumn("_first", F.first(F.when(leads, leader), ignorenulls=True).over(w_epoch))
                .withColumn("_first_seq", F.first(F.when(leads, col("seq")), ignorenulls=True).over(w_epoch)))
     joined = F.when(col("_prev_isr").isNull(), isr).otherwise(F.array_except(isr, "_prev_isr"))
-    leader_violations = violations(
+    leader_violations = _violations(
         leaders,
-        ((leader_epoch >= 0) & (leader_epoch < col("_max_le")), finding(LEADER_EPOCH_DECREASED, col("_max_le"))),
-        (leads & (leader != col("_first")), finding(DUPLICATE_LEADER, col("_first"), col("_first_seq"))),
+        ((leader_epoch >= 0) & (leader_epoch < col("_max_le")), _finding(LEADER_EPOCH_DECREASED, col("_max_le"))),
+        (leads & (leader != col("_first")), _finding(DUPLICATE_LEADER, col("_first"), col("_first_seq"))),
         ((leader >= 0) & isr.isNotNull() & ~F.array_contains(isr, leader) & ~F.coalesce(col("unclean"), lit(False)),
-         finding(LEADER_NOT_IN_ISR)),
+         _finding(LEADER_NOT_IN_ISR)),
         (isr.isNotNull() & col("replicas").isNotNull() & (F.size(F.array_except(joined, "replicas")) > 0),
-         finding(ISR_NOT_IN_REPLICAS, prev_isr=col("_prev_isr"))),
-        (F.coalesce(col("unclean"), lit(False)), finding(UNCLEAN_ELECTION)))
+         _finding(ISR_NOT_IN_REPLICAS, prev_isr=col("_prev_isr"))),
+        (F.coalesce(col("unclean"), lit(False)), _finding(UNCLEAN_ELECTION)))
 
     # Failed and refused transitions (findings).
     election = F.coalesce((col("entity") == ENTITY_PARTITION) & (col("to_state") == ONLINE_PARTITION), lit(False))
-    failure_findings = violations(base.filter(col("kind") == TRANSITION_FAILED),
-                                  (election, finding(FAILED_ELECTION)), (~election, finding(REFUSED_TRANSITION)))
+    failure_findings = _violations(base.filter(col("kind") == TRANSITION_FAILED),
+                                   (election, _finding(FAILED_ELECTION)), (~election, _finding(REFUSED_TRANSITION)))
 
-    # Deleted topics end with no state: the last create/delete row per (run, era, topic), the last
-    # transition per entity.
-    last_boundary = (base.filter(col("kind").isin(*TOPIC_BOUNDARY_KINDS) & col("topic").isNotNull())
+    # Deleted topics end with no state: the last create/delete row per (run, era, topic), the last transition
+    # per entity and era.
+    last_boundary = (scoped(boundaries.filter(col("topic").isNotNull()).select("run_id", "topic", "kind", *_ORDER),
+                            incarnation=False)
                      .groupBy("run_id", "_era", "topic")
-                     .agg(F.max_by(F.struct("kind", "seq"), F.struct(*ordered)).alias("_b"))
+                     .agg(F.max_by(F.struct("kind", "seq"), _ord()).alias("_b"))
                      .filter(col("_b.kind") == TOPIC_DELETION_COMPLETED)
                      .select("run_id", "_era", "topic", col("_b.seq").alias("_deleted_at")))
-    last = (base.filter(col("kind").isin(*TRANSITION_KINDS))
-            .groupBy("run_id", "_era", "topic", "entity", "partition", "replica")
-            .agg(F.max_by(F.struct(*COLUMNS), F.struct(*ordered)).alias("_t"))
-            .select("_era", "_t.*"))
+    last = (transitions.groupBy("run_id", "topic", "partition", "_era", "entity", "replica")
+            .agg(F.max_by(F.struct("_id", *_ORDER, "to_state"), _ord()).alias("_t"))
+            .select("run_id", "topic", "_era", "entity", "_t.*"))
     gone = (F.when(col("entity") == ENTITY_REPLICA, NON_EXISTENT[ENTITY_REPLICA])
             .when(col("entity") == ENTITY_PARTITION, NON_EXISTENT[ENTITY_PARTITION]))
-    deleted_violations = violations(
-        last.join(last_boundary, ["run_id", "_era", "topic"]),
+    deleted_violations = _violations(
+        last.join(F.broadcast(last_boundary), ["run_id", "_era", "topic"]),
         (col("to_state").isNotNull() & gone.isNotNull() & (col("to_state") != gone),
-         finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))))
-
-    stuck_findings = violations(
+         _finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))))
+    stuck_findings = _violations(
         last, ((col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
-               finding(DELETION_STUCK)))
+               _finding(DELETION_STUCK)))
 
     return (transition_violations.unionByName(epoch_violations).unionByName(leader_violations)
             .unionByName(deleted_violations).unionByName(failure_findings).unionByName(stuck_findings))
+
+
+def _transition_code(entity: str, from_state: int, to_state: int) -> int:
+    """One int for (entity, from, to): states are bytes."""
+    return (0 if entity == ENTITY_REPLICA else 1 << 16) + from_state * 256 + to_state
