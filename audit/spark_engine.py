@@ -37,6 +37,7 @@ The checks
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -91,7 +92,8 @@ def audit(rows, *, limit: int | None = None, timeline: TransitionTimeline | None
             _fill_timeline(base, timeline)
         with_elections = sorted({r.run_id for r in stats if r.kind == CONTROLLER_ELECTED
                                  and r.max_epoch is not None and r.max_epoch >= 0}, key=lambda r: (r is not None, r))
-        found = persisted(_violation_keys(base, with_elections, persisted))
+        bare = any(r.run_id not in with_elections for r in stats)   # a run without elections
+        found = persisted(_violation_keys(base, with_elections, bare, persisted))
         counts = {(r.violation, r.run_id, r.source): r["count"]
                   for r in found.groupBy("violation", "run_id", "source").count().collect()}
         keys = []
@@ -217,12 +219,7 @@ def _epochs(base, with_elections: list):
     epoch, elected = col("_e"), col("_el")
     w = Window.partitionBy("run_id").orderBy(*[col(c) for c in _ORDER])
     before = w.rowsBetween(Window.unboundedPreceding, -1)
-    elections = F.lit(False)
-    if with_elections:
-        known = [r for r in with_elections if r is not None]
-        elections = col("run_id").isin(*known) if known else elections
-        if None in with_elections:
-            elections = elections | col("run_id").isNull()
+    elections = _elections_in(with_elections)
     df = (base.filter(col("kind").isin(*EPOCH_KINDS) & (col("controller_epoch") >= 0))
           .select("_id", "run_id", *_ORDER, (col("kind") == CONTROLLER_ELECTED).alias("_el"),
                   col("controller_epoch").alias("_e"))
@@ -239,9 +236,112 @@ def _epochs(base, with_elections: list):
                                            col("_m").bitwiseAND(F.lit((1 << _EPOCH_BITS) - 1)))))
 
 
-def _violation_keys(base, with_elections: list, persisted):
-    """Every violation and finding in ``base`` (see :func:`_violations` for the columns). ``persisted``
-    persists a DataFrame until the audit ends."""
+_VIOLATION_DDL = ("_id long, violation string, run_id string, seq long, source string, position long, a long, "
+                  "b long, prev_isr array<int>")
+
+
+def _elections_in(with_elections: list):
+    """A condition on ``run_id``: the run is one of ``with_elections`` (which may hold None)."""
+    from pyspark.sql import functions as F
+    known = [r for r in with_elections if r is not None]
+    condition = F.col("run_id").isin(*known) if known else F.lit(False)
+    return condition | F.col("run_id").isNull() if None in with_elections else condition
+
+
+def _order_key(o: tuple) -> tuple:
+    return tuple((v is not None, v) for v in o)   # nulls first, as Spark orders
+
+
+def _controller_epochs(base, with_elections: list, bare: bool, elected: list, persisted):
+    """(the controller-epoch violations, the resets: (run_id, seq, source, position) each).
+
+    ``elected``: the ``controller_elected`` rows with a known epoch of the runs ``with_elections``; ``bare``:
+    whether some run has none.
+
+    Runs without elections (a bare ``state-change.log``) go through :func:`_epochs`: any row may start an era
+    there, so each row needs the one before it. In a run with elections only elections start an era, and
+    elections are few: they are collected, and the resets found here. The highest epoch of earlier rows in an
+    era then steps up only where an epoch is first seen in the era: from the first position of each (era,
+    epoch), an aggregation, the steps become small intervals, and a row below its interval's highest epoch is
+    a zombie write or a decreased election (a broadcast join; no sort of the rows)."""
+    from pyspark.sql import functions as F
+
+    col = F.col
+    spark = base.sparkSession
+    has_epoch = col("kind").isin(*EPOCH_KINDS) & (col("controller_epoch") >= 0)
+    elections = _elections_in(with_elections)
+
+    # Runs without elections: the per-run window pass.
+    violations = spark.createDataFrame([], _VIOLATION_DDL)
+    resets = []
+    if bare:
+        windowed = persisted(_epochs(base.filter(~elections), []))
+        lower = ~col("_reset") & (col("_e") < col("_era_max"))
+        violations = _violations(
+            windowed,
+            (col("_reset"), _finding(CONTROLLER_EPOCH_RESET, col("_prev"), col("_run_max"))),
+            (lower & col("_el"), _finding(CONTROLLER_EPOCH_DECREASED, col("_era_max"))),
+            (lower & ~col("_el"), _finding(ZOMBIE_WRITE, col("_era_max"))))
+        resets = [tuple(r) for r in windowed.filter(col("_reset")).select("run_id", *_ORDER).collect()]
+    if not with_elections:
+        return violations, resets
+
+    # Runs with elections: an election at epoch 1 after one at a higher epoch is a reset.
+    by_run = defaultdict(list)
+    for r in elected:
+        by_run[r.run_id].append(r)
+    reset_rows = []   # (row, the previous election's epoch)
+    for rows in by_run.values():
+        rows.sort(key=lambda r: _order_key((r.seq, r.source, r.position)))
+        for before, r in zip([None, *rows], rows):
+            if r.controller_epoch == FIRST_CONTROLLER_EPOCH and before is not None \
+                    and before.controller_epoch > FIRST_CONTROLLER_EPOCH:
+                reset_rows.append((r, before.controller_epoch))
+    resets += [(r.run_id, r.seq, r.source, r.position) for r, _ in reset_rows]
+    eras = _intervals(spark, resets, "run_id string")
+
+    # Where each epoch is first seen, per (run, era): the steps of the highest epoch so far.
+    epoch_rows = _numbered(base.filter(elections & has_epoch)
+                           .select("_id", "run_id", *_ORDER, "kind", col("controller_epoch").alias("_e")),
+                           eras, ("run_id",), "_era")
+    firsts = defaultdict(list)
+    for r in epoch_rows.groupBy("run_id", "_era", "_e").agg(F.min(_ord()).alias("_f")).collect():
+        firsts[(r.run_id, r._era)].append((_order_key(tuple(r._f)), tuple(r._f), r._e))
+    steps = []   # (run_id, era, from (exclusive), to (inclusive) or None, highest epoch of the rows before)
+    for (run_id, era), seen in firsts.items():
+        seen.sort()
+        highest = None
+        for i, (_key, first, epoch) in enumerate(seen):
+            highest = epoch if highest is None else max(highest, epoch)
+            steps.append((run_id, era, first, seen[i + 1][1] if i + 1 < len(seen) else None, highest))
+    run_firsts = defaultdict(list)
+    for (run_id, _era), seen in firsts.items():
+        run_firsts[run_id] += [(key, epoch) for key, _first, epoch in seen]
+
+    reset_violations = []
+    for r, previous in reset_rows:
+        at = _order_key((r.seq, r.source, r.position))
+        run_max = max((e for key, e in run_firsts[r.run_id] if key < at), default=None)
+        reset_violations.append((r._id, CONTROLLER_EPOCH_RESET, r.run_id, r.seq, r.source, r.position, previous,
+                                 run_max, None))
+    violations = violations.unionByName(spark.createDataFrame(reset_violations, _VIOLATION_DDL))
+    if steps:
+        highest = spark.createDataFrame(steps, f"_k_run_id string, _k_era long, _lo {_ORDER_DDL}, _hi {_ORDER_DDL}, "
+                                               "_highest int")
+        o = _ord()
+        on = [epoch_rows["run_id"].eqNullSafe(highest["_k_run_id"]), epoch_rows["_era"] == highest["_k_era"],
+              o > highest["_lo"], highest["_hi"].isNull() | (o <= highest["_hi"])]
+        below = epoch_rows.join(F.broadcast(highest), on).filter(col("_e") < col("_highest"))
+        violations = violations.unionByName(_violations(
+            below, (col("kind") == CONTROLLER_ELECTED, _finding(CONTROLLER_EPOCH_DECREASED, col("_highest"))),
+            (col("kind") != CONTROLLER_ELECTED, _finding(ZOMBIE_WRITE, col("_highest")))))
+    return violations, resets
+
+
+def _violation_keys(base, with_elections: list, bare: bool, persisted):
+    """Every violation and finding in ``base`` (see :func:`_violations` for the columns). ``with_elections``: the
+    runs with elections; ``bare``: whether a run has none; ``persisted`` persists a DataFrame until the audit
+    ends."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -249,20 +349,24 @@ def _violation_keys(base, with_elections: list, persisted):
     spark = base.sparkSession
     ordered = [col(c) for c in _ORDER]
 
-    # Controller epochs, per run; its resets are the eras of every row, and each topic's create/delete rows
-    # its incarnations.
-    epochs = persisted(_epochs(base, with_elections))
-    lower = ~col("_reset") & (col("_e") < col("_era_max"))
-    epoch_violations = _violations(
-        epochs,
-        (col("_reset"), _finding(CONTROLLER_EPOCH_RESET, col("_prev"), col("_run_max"))),
-        (lower & col("_el"), _finding(CONTROLLER_EPOCH_DECREASED, col("_era_max"))),
-        (lower & ~col("_el"), _finding(ZOMBIE_WRITE, col("_era_max"))))
-    eras = _intervals(spark, [tuple(r) for r in epochs.filter(col("_reset")).select("run_id", *_ORDER).collect()],
-                      "run_id string")
-    boundaries = base.filter(col("kind").isin(*TOPIC_BOUNDARY_KINDS))
-    incarnations = _intervals(spark, [tuple(r) for r in boundaries.select("run_id", "topic", *_ORDER).distinct()
-                                      .collect()], "run_id string, topic string")
+    # The few rows that say what changes rarely, in one job: the elections of the runs that have them, and
+    # the topics' create/delete rows (one per record). The controller epochs' resets make the eras of every
+    # row, the create/delete rows each topic's incarnations and its deletions.
+    elected_rows = (base.filter(_elections_in(with_elections) & (col("kind") == CONTROLLER_ELECTED)
+                                & (col("controller_epoch") >= 0))
+                    .select("_id", "run_id", "topic", "kind", *_ORDER, "controller_epoch"))
+    boundary_rows = (base.filter(col("kind").isin(*TOPIC_BOUNDARY_KINDS))
+                     .select(lit(None).cast("long").alias("_id"), "run_id", "topic", "kind", *_ORDER,
+                             "controller_epoch").distinct())
+    small = elected_rows.unionByName(boundary_rows).collect()
+    elected = [r for r in small if r._id is not None]
+    boundaries = [r for r in small if r._id is None]
+    epoch_violations, resets = _controller_epochs(base, with_elections, bare, elected, persisted)
+    eras = _intervals(spark, resets, "run_id string")
+    incarnations = _intervals(spark, [(r.run_id, r.topic, r.seq, r.source, r.position) for r in boundaries],
+                              "run_id string, topic string")
+    deletions = spark.createDataFrame(_deletions(boundaries, resets),
+                                      "_k_run_id string, _k_era long, _k_topic string, _deleted_at long")
 
     def scoped(df, incarnation: bool = True):
         df = _numbered(df, eras, ("run_id",), "_era")
@@ -320,27 +424,41 @@ def _violation_keys(base, with_elections: list, persisted):
 
     # Deleted topics end with no state: the last create/delete row per (run, era, topic), the last transition
     # per entity and era.
-    last_boundary = (scoped(boundaries.filter(col("topic").isNotNull()).select("run_id", "topic", "kind", *_ORDER),
-                            incarnation=False)
-                     .groupBy("run_id", "_era", "topic")
-                     .agg(F.max_by(F.struct("kind", "seq"), _ord()).alias("_b"))
-                     .filter(col("_b.kind") == TOPIC_DELETION_COMPLETED)
-                     .select("run_id", "_era", "topic", col("_b.seq").alias("_deleted_at")))
     last = (transitions.groupBy("run_id", "topic", "partition", "_era", "entity", "replica")
             .agg(F.max_by(F.struct("_id", *_ORDER, "to_state"), _ord()).alias("_t"))
             .select("run_id", "topic", "_era", "entity", "_t.*"))
+    on = [last["run_id"].eqNullSafe(deletions["_k_run_id"]), last["_era"] == deletions["_k_era"],
+          last["topic"] == deletions["_k_topic"]]
     gone = (F.when(col("entity") == ENTITY_REPLICA, NON_EXISTENT[ENTITY_REPLICA])
             .when(col("entity") == ENTITY_PARTITION, NON_EXISTENT[ENTITY_PARTITION]))
-    deleted_violations = _violations(
-        last.join(F.broadcast(last_boundary), ["run_id", "_era", "topic"]),
-        (col("to_state").isNotNull() & gone.isNotNull() & (col("to_state") != gone),
-         _finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))))
-    stuck_findings = _violations(
-        last, ((col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
-               _finding(DELETION_STUCK)))
+    last_violations = _violations(
+        last.join(F.broadcast(deletions), on, "left"),
+        (col("_deleted_at").isNotNull() & col("to_state").isNotNull() & gone.isNotNull() & (col("to_state") != gone),
+         _finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))),
+        ((col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
+         _finding(DELETION_STUCK)))
 
     return (transition_violations.unionByName(epoch_violations).unionByName(leader_violations)
-            .unionByName(deleted_violations).unionByName(failure_findings).unionByName(stuck_findings))
+            .unionByName(last_violations).unionByName(failure_findings))
+
+
+def _deletions(boundaries: list, resets: list) -> list[tuple]:
+    """(run_id, era, topic, seq) of each topic whose last create/delete row in the era is its deletion's
+    completion (``boundaries``: those rows; ``resets``: (run_id, seq, source, position) of each reset)."""
+    starts = defaultdict(list)
+    for run_id, *at in resets:
+        starts[run_id].append(_order_key(tuple(at)))
+    for keys in starts.values():
+        keys.sort()
+    last = {}
+    for r in boundaries:
+        if r.topic is None:
+            continue
+        at = _order_key((r.seq, r.source, r.position))
+        key = (r.run_id, bisect_right(starts.get(r.run_id, ()), at), r.topic)
+        if key not in last or last[key][0] < at:
+            last[key] = (at, r)
+    return [(*key, r.seq) for key, (_at, r) in last.items() if r.kind == TOPIC_DELETION_COMPLETED]
 
 
 def _transition_code(entity: str, from_state: int, to_state: int) -> int:
