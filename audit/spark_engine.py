@@ -11,18 +11,23 @@ How it runs
   ``_id``, run and order, the kind, and what the check compared with (``a``, ``b``, ``prev_isr``).
   Only the violations listed (at most ``limit`` of each list) are looked up again for their whole
   rows; the counts by kind, run and source are aggregated in Spark, so they are exact.
-- What changes rarely is computed once and handed to the checks as small tables: the runs that
-  have elections (from the row counts), the controller-epoch resets (eras), and each topic's
-  create/delete rows (incarnations). A row's era, or its topic's incarnation, is the number of
-  resets, or of the topic's create/delete rows, up to it: a broadcast join with those boundaries as
-  intervals of the run's order. No check sorts the whole rows by run more than once, and that once
-  only on a narrow projection.
+- What changes rarely is collected once (one job) and handed to the checks as small tables: the
+  runs that have elections (from the row counts), their elections, and each topic's create/delete
+  rows. From them come the controller-epoch resets (eras), the topics' incarnations and their
+  deletions. A row's era, or its topic's incarnation, is the number of resets, or of the topic's
+  create/delete rows, up to it: a broadcast join with those boundaries as intervals of the run's
+  order. The rows are never sorted by run: every window is keyed by run, topic and partition or
+  finer, except the per-run pass over the runs without elections (a bare ``state-change.log``).
 
 The checks
-- controller epochs, per run over the rows with an epoch (one sort of a narrow projection): ``lag``
-  (the previous row's epoch), ``last`` (the previous election's), running ``max`` (highest so far);
-  a reset starts an era (running ``sum``), and the highest epoch of earlier rows in the era is a
-  running ``max`` of era and epoch packed in one long, over the same order;
+- controller epochs, in a run with elections: an election at epoch 1 after an election at a higher
+  epoch is a reset (found among the collected elections); the highest epoch of earlier rows in an
+  era steps up only where an epoch is first seen in the era, so the first position of each (run,
+  era, epoch) — an aggregation — gives the steps, as intervals; a row below its interval's highest
+  epoch is a zombie write (or a decreased election). In a run without elections any row may start an
+  era, so a window over the run's rows with an epoch (a narrow projection) finds ``lag`` (the previous
+  row's epoch), the running ``max``, the resets, their running ``sum`` (the era) and the highest epoch
+  of earlier rows in the era (a running ``max`` of era and epoch packed in one long);
 - legality: the (entity, from, to) code of a transition against the codes of the legal-transition
   table that :func:`statemachines.states.legal_transition_rows` derives from the one definition;
 - continuity: ``lag(to_state)`` over (run, era, controller epoch, incarnation, entity, topic,
@@ -30,9 +35,9 @@ The checks
 - per (run, era, topic, incarnation, partition): the running ``max`` of earlier leader epochs, the
   ``last`` earlier ISR (``array_except`` finds brokers that joined the ISR without being replicas),
   ``first(leader)`` per leader epoch, ``array_contains`` for the leader in its ISR;
-- deleted topics: the last create/delete row per (run, era, topic) and the last transition per entity
-  and era (``max_by`` on the order), joined; the same last transitions find replicas stuck in
-  ReplicaDeletionIneligible;
+- deleted topics: the topics whose last create/delete row in the era is a deletion (from the collected
+  rows), joined with the last transition per entity and era (``max_by`` on the order); the same last
+  transitions find replicas stuck in ReplicaDeletionIneligible;
 - findings (unclean, failed and refused transitions): conditions on the rows, as the violations.
 """
 from __future__ import annotations
@@ -378,19 +383,34 @@ def _violation_keys(base, with_elections: list, bare: bool, persisted):
     code = (F.when(col("entity") == ENTITY_REPLICA, _transition_code(ENTITY_REPLICA, 0, 0))
             .when(col("entity") == ENTITY_PARTITION, _transition_code(ENTITY_PARTITION, 0, 0))
             + col("from_state") * 256 + col("to_state"))
-    transitions = persisted(scoped(base.filter(col("kind").isin(*TRANSITION_KINDS))
-                                   .select("_id", "run_id", *_ORDER, "entity", "topic", "partition", "replica",
-                                           "from_state", "to_state", "controller_epoch")))
-    w = Window.partitionBy("run_id", "topic", "partition", "_era", "controller_epoch", "_inc", "entity", "replica") \
-        .orderBy(*ordered)
+    # One sort serves them all: each entity's transitions in the era, ordered by controller epoch, incarnation
+    # and position, so the row before one of the same epoch and incarnation is its predecessor, and the
+    # highest position in the era is its last transition (deleted topics, stuck deletions).
+    transitions = scoped(base.filter(col("kind").isin(*TRANSITION_KINDS))
+                         .select("_id", "run_id", *_ORDER, "entity", "topic", "partition", "replica", "from_state",
+                                 "to_state", "controller_epoch"))
+    w = Window.partitionBy("run_id", "topic", "partition", "_era", "entity", "replica") \
+        .orderBy("controller_epoch", "_inc", *ordered)
+    whole = w.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    continued = (transitions.withColumn("_prev_to", F.lag("to_state").over(w)).withColumn("_prev_seq", F.lag("seq").over(w))
+                 .withColumn("_prev_epoch", F.lag("controller_epoch").over(w)).withColumn("_prev_inc", F.lag("_inc").over(w))
+                 .withColumn("_last", F.max(_ord()).over(whole) == _ord()))
+    on = [continued["run_id"].eqNullSafe(deletions["_k_run_id"]), continued["_era"] == deletions["_k_era"],
+          continued["topic"] == deletions["_k_topic"]]
     from_state = col("from_state")
-    continued = transitions.withColumn("_prev_to", F.lag("to_state").over(w)).withColumn("_prev_seq", F.lag("seq").over(w))
+    same = col("_prev_epoch").eqNullSafe(col("controller_epoch")) & (col("_prev_inc") == col("_inc"))
+    gone = (F.when(col("entity") == ENTITY_REPLICA, NON_EXISTENT[ENTITY_REPLICA])
+            .when(col("entity") == ENTITY_PARTITION, NON_EXISTENT[ENTITY_PARTITION]))
     transition_violations = _violations(
-        continued,
+        continued.join(F.broadcast(deletions), on, "left"),
         (from_state.isNotNull() & col("to_state").isNotNull() & ~F.coalesce(code.isin(*legal), lit(False)),
          _finding(ILLEGAL_TRANSITION)),
-        (from_state.isNotNull() & col("_prev_to").isNotNull() & (from_state != col("_prev_to")),
-         _finding(DISCONTINUITY, col("_prev_to"), col("_prev_seq"))))
+        (same & from_state.isNotNull() & col("_prev_to").isNotNull() & (from_state != col("_prev_to")),
+         _finding(DISCONTINUITY, col("_prev_to"), col("_prev_seq"))),
+        (col("_last") & col("_deleted_at").isNotNull() & col("to_state").isNotNull() & gone.isNotNull()
+         & (col("to_state") != gone), _finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))),
+        (col("_last") & (col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
+         _finding(DELETION_STUCK)))
 
     # Leaders, leader epochs and ISRs, per (era, topic incarnation, partition).
     leader, leader_epoch, isr = col("leader"), col("leader_epoch"), col("isr")
@@ -422,24 +442,8 @@ def _violation_keys(base, with_elections: list, bare: bool, persisted):
     failure_findings = _violations(base.filter(col("kind") == TRANSITION_FAILED),
                                    (election, _finding(FAILED_ELECTION)), (~election, _finding(REFUSED_TRANSITION)))
 
-    # Deleted topics end with no state: the last create/delete row per (run, era, topic), the last transition
-    # per entity and era.
-    last = (transitions.groupBy("run_id", "topic", "partition", "_era", "entity", "replica")
-            .agg(F.max_by(F.struct("_id", *_ORDER, "to_state"), _ord()).alias("_t"))
-            .select("run_id", "topic", "_era", "entity", "_t.*"))
-    on = [last["run_id"].eqNullSafe(deletions["_k_run_id"]), last["_era"] == deletions["_k_era"],
-          last["topic"] == deletions["_k_topic"]]
-    gone = (F.when(col("entity") == ENTITY_REPLICA, NON_EXISTENT[ENTITY_REPLICA])
-            .when(col("entity") == ENTITY_PARTITION, NON_EXISTENT[ENTITY_PARTITION]))
-    last_violations = _violations(
-        last.join(F.broadcast(deletions), on, "left"),
-        (col("_deleted_at").isNotNull() & col("to_state").isNotNull() & gone.isNotNull() & (col("to_state") != gone),
-         _finding(DELETED_TOPIC_HAS_STATE, col("_deleted_at"))),
-        ((col("entity") == ENTITY_REPLICA) & (col("to_state") == REPLICA_DELETION_INELIGIBLE),
-         _finding(DELETION_STUCK)))
-
     return (transition_violations.unionByName(epoch_violations).unionByName(leader_violations)
-            .unionByName(last_violations).unionByName(failure_findings))
+            .unionByName(failure_findings))
 
 
 def _deletions(boundaries: list, resets: list) -> list[tuple]:
