@@ -30,13 +30,15 @@ The checks
   of earlier rows in the era (a running ``max`` of era and epoch packed in one long);
 - legality: the (entity, from, to) code of a transition against the codes of the legal-transition
   table that :func:`statemachines.states.legal_transition_rows` derives from the one definition;
-- continuity: ``lag(to_state)`` over (run, era, controller epoch, incarnation, entity, topic,
-  partition, replica) ordered by (seq, source, position);
+- continuity: one window per entity and era — (run, topic, partition, era, entity, replica) — ordered
+  by (controller epoch, incarnation, seq, source, position): the row before a transition is its
+  predecessor when it has the same controller epoch and incarnation (``lag`` of all three); the same
+  window's whole-partition ``max`` of the position marks the entity's last transition in the era;
 - per (run, era, topic, incarnation, partition): the running ``max`` of earlier leader epochs, the
   ``last`` earlier ISR (``array_except`` finds brokers that joined the ISR without being replicas),
   ``first(leader)`` per leader epoch, ``array_contains`` for the leader in its ISR;
 - deleted topics: the topics whose last create/delete row in the era is a deletion (from the collected
-  rows), joined with the last transition per entity and era (``max_by`` on the order); the same last
+  rows, joined by broadcast) against each entity's last transition in the era; the same last
   transitions find replicas stuck in ReplicaDeletionIneligible;
 - findings (unclean, failed and refused transitions): conditions on the rows, as the violations.
 """
