@@ -35,6 +35,7 @@ from audit.kafka_text_logs import KafkaLogError, KafkaLogReading, read_kafka_log
 from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_log_rows
 from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
 from audit.spark_session import physical_memory
+from audit.timeline import TIMELINE_BUCKETS, bucket, bucket_width
 from events.log import LogError
 from events.segment import SEGMENT_SUFFIX
 
@@ -49,7 +50,6 @@ LOCAL_BYTES_PER_INPUT_BYTE = 10
 
 DEFAULT_SPARK_THRESHOLD = physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
 DEFAULT_LIMIT = 1000
-TIMELINE_BUCKETS = 60
 REPORT_FORMAT = 1
 
 
@@ -302,23 +302,15 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
 
 # --- the timeline (the HTML report's chart) -----------------------------------------------------------------
 
-def _bucket_width(lo: int, hi: int) -> int:
-    return max(1, -(-(hi - lo + 1) // TIMELINE_BUCKETS))
-
-
-def _bucket(t: int, lo: int, width: int) -> int:
-    return min(max((t - lo) // width, 0), TIMELINE_BUCKETS - 1)
-
-
 def timeline_of(times: list[int], report: Report) -> dict:
     """The timeline of transitions at ``times`` and of the report's listed violations and findings."""
     if not times:
         return _timeline(None, None, None, report)
     lo, hi = min(times), max(times)
-    width = _bucket_width(lo, hi)
+    width = bucket_width(lo, hi)
     counts: dict[int, int] = {}
     for t in times:
-        b = _bucket(t, lo, width)
+        b = bucket(t, lo, width)
         counts[b] = counts.get(b, 0) + 1
     return _timeline(lo, width, counts, report)
 
@@ -337,7 +329,7 @@ def _timeline(lo: int | None, width: int | None, counts: dict[int, int] | None, 
     for name, listed in (("violations", report.violations), ("findings", report.findings)):
         for v in listed:
             if v.time_ms is not None:
-                out[name][_bucket(v.time_ms, lo, width)] += 1
+                out[name][bucket(v.time_ms, lo, width)] += 1
     return out
 
 

@@ -57,6 +57,7 @@ from audit.checks import (
 )
 from audit.rows import COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, TOPIC_DELETION_COMPLETED, \
     TRANSITION_FAILED
+from audit.timeline import bucket_width
 from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
 
 __all__ = ["TransitionTimeline", "audit"]
@@ -150,7 +151,7 @@ def _fill_timeline(base, timeline: TransitionTimeline) -> None:
     if lo is None:
         return
     n = timeline.buckets
-    width = max(1, -(-(hi - lo + 1) // n))
+    width = bucket_width(lo, hi, n)
     bucket = F.least(F.greatest(F.floor((col("time_ms") - F.lit(lo)) / F.lit(width)), F.lit(0)), F.lit(n - 1))
     timeline.lo, timeline.width = lo, width
     timeline.counts = {int(r.b): r["count"] for r in times.groupBy(bucket.alias("b")).count().collect()}
@@ -196,7 +197,7 @@ def _intervals(spark, bounds: list[tuple], key_ddl: str):
         by_key[tuple(key)].add((seq, source, position))
     out = []
     for key, ords in by_key.items():
-        ords = sorted(ords, key=lambda o: tuple((v is not None, v) for v in o))   # nulls first, as Spark orders
+        ords = sorted(ords, key=_order_key)
         for i, o in enumerate(ords):
             out.append((*key, o, ords[i + 1] if i + 1 < len(ords) else None, i + 1))
     return spark.createDataFrame(out, f"{key_ddl}, _lo {_ORDER_DDL}, _hi {_ORDER_DDL}, _idx long")
@@ -214,27 +215,23 @@ def _numbered(df, intervals, keys: tuple[str, ...], name: str):
             .withColumn(name, F.coalesce(F.col(name), F.lit(0).cast("long"))))
 
 
-def _epochs(base, with_elections: list):
-    """The rows with a controller epoch, with what the per-run pass finds: ``_prev`` (the epoch a reset is
-    judged against), ``_run_max`` (the highest epoch of earlier rows in the run), ``_reset``, ``_era`` (resets
-    up to and including the row) and ``_era_max`` (the highest epoch of earlier rows in the era).
-    ``with_elections``: the runs that have ``controller_elected`` rows with a known epoch."""
+def _bare_epochs(rows):
+    """The rows with a controller epoch of runs *without elections*, with what the per-run pass finds:
+    ``_prev`` (the previous row's epoch: what a reset is judged against there), ``_run_max`` (the highest epoch
+    of earlier rows in the run), ``_reset``, ``_era`` (resets up to and including the row) and ``_era_max``
+    (the highest epoch of earlier rows in the era)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     col = F.col
-    epoch, elected = col("_e"), col("_el")
+    epoch = col("_e")
     w = Window.partitionBy("run_id").orderBy(*[col(c) for c in _ORDER])
     before = w.rowsBetween(Window.unboundedPreceding, -1)
-    elections = _elections_in(with_elections)
-    df = (base.filter(col("kind").isin(*EPOCH_KINDS) & (col("controller_epoch") >= 0))
-          .select("_id", "run_id", *_ORDER, (col("kind") == CONTROLLER_ELECTED).alias("_el"),
-                  col("controller_epoch").alias("_e"))
-          .withColumn("_prev_row", F.lag(epoch).over(w))
-          .withColumn("_prev_elected", F.last(F.when(elected, epoch), ignorenulls=True).over(before))
+    df = (rows.filter(col("kind").isin(*EPOCH_KINDS) & (col("controller_epoch") >= 0))
+          .select("_id", "run_id", *_ORDER, col("controller_epoch").alias("_e"))
+          .withColumn("_prev", F.lag(epoch).over(w))
           .withColumn("_run_max", F.max(epoch).over(before)))
-    df = (df.withColumn("_prev", F.when(elected, col("_prev_elected")).when(~elections, col("_prev_row")))
-          .withColumn("_reset", F.coalesce((epoch == FIRST_CONTROLLER_EPOCH) & (col("_prev") > FIRST_CONTROLLER_EPOCH),
+    df = (df.withColumn("_reset", F.coalesce((epoch == FIRST_CONTROLLER_EPOCH) & (col("_prev") > FIRST_CONTROLLER_EPOCH),
                                            F.lit(False)))
           .withColumn("_era", F.sum(col("_reset").cast("long")).over(w.rowsBetween(Window.unboundedPreceding, 0))))
     m = F.max(F.shiftleft(col("_era"), _EPOCH_BITS) + epoch).over(before)
@@ -260,12 +257,13 @@ def _order_key(o: tuple) -> tuple:
 
 
 def _controller_epochs(base, with_elections: list, bare: bool, elected: list, persisted):
-    """(the controller-epoch violations, the resets: (run_id, seq, source, position) each).
+    """(the controller-epoch violations, the resets: (run_id, seq, source, position) each, the eras: the resets
+    as intervals (see :func:`_intervals`)).
 
     ``elected``: the ``controller_elected`` rows with a known epoch of the runs ``with_elections``; ``bare``:
     whether some run has none.
 
-    Runs without elections (a bare ``state-change.log``) go through :func:`_epochs`: any row may start an era
+    Runs without elections (a bare ``state-change.log``) go through :func:`_bare_epochs`: any row may start an era
     there, so each row needs the one before it. In a run with elections only elections start an era, and
     elections are few: they are collected, and the resets found here. The highest epoch of earlier rows in an
     era then steps up only where an epoch is first seen in the era: from the first position of each (era,
@@ -281,17 +279,15 @@ def _controller_epochs(base, with_elections: list, bare: bool, elected: list, pe
     # Runs without elections: the per-run window pass.
     violations = spark.createDataFrame([], _VIOLATION_DDL)
     resets = []
-    if bare:
-        windowed = persisted(_epochs(base.filter(~elections), []))
-        lower = ~col("_reset") & (col("_e") < col("_era_max"))
+    if bare:   # (no elections there: a row below the era's highest epoch is a zombie write)
+        windowed = persisted(_bare_epochs(base.filter(~elections)))
         violations = _violations(
             windowed,
             (col("_reset"), _finding(CONTROLLER_EPOCH_RESET, col("_prev"), col("_run_max"))),
-            (lower & col("_el"), _finding(CONTROLLER_EPOCH_DECREASED, col("_era_max"))),
-            (lower & ~col("_el"), _finding(ZOMBIE_WRITE, col("_era_max"))))
+            (~col("_reset") & (col("_e") < col("_era_max")), _finding(ZOMBIE_WRITE, col("_era_max"))))
         resets = [tuple(r) for r in windowed.filter(col("_reset")).select("run_id", *_ORDER).collect()]
     if not with_elections:
-        return violations, resets
+        return violations, resets, _intervals(spark, resets, "run_id string")
 
     # Runs with elections: an election at epoch 1 after one at a higher epoch is a reset.
     by_run = defaultdict(list)
@@ -342,7 +338,7 @@ def _controller_epochs(base, with_elections: list, bare: bool, elected: list, pe
         violations = violations.unionByName(_violations(
             below, (col("kind") == CONTROLLER_ELECTED, _finding(CONTROLLER_EPOCH_DECREASED, col("_highest"))),
             (col("kind") != CONTROLLER_ELECTED, _finding(ZOMBIE_WRITE, col("_highest")))))
-    return violations, resets
+    return violations, resets, eras
 
 
 def _violation_keys(base, with_elections: list, bare: bool, persisted):
@@ -368,8 +364,7 @@ def _violation_keys(base, with_elections: list, bare: bool, persisted):
     small = elected_rows.unionByName(boundary_rows).collect()
     elected = [r for r in small if r._id is not None]
     boundaries = [r for r in small if r._id is None]
-    epoch_violations, resets = _controller_epochs(base, with_elections, bare, elected, persisted)
-    eras = _intervals(spark, resets, "run_id string")
+    epoch_violations, resets, eras = _controller_epochs(base, with_elections, bare, elected, persisted)
     incarnations = _intervals(spark, [(r.run_id, r.topic, r.seq, r.source, r.position) for r in boundaries],
                               "run_id string, topic string")
     deletions = spark.createDataFrame(_deletions(boundaries, resets),
