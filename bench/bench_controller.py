@@ -24,8 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import structlog  # noqa: E402
 
-from controller.cluster import Cluster  # noqa: E402
-from controller.replay import replay_log  # noqa: E402
+from controller.embedding.cluster import Cluster  # noqa: E402
+from controller.embedding.replay import replay_log  # noqa: E402
 from events.log import FsyncPolicy, LogWriter  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def bench_broker_failure(partitions: int, brokers: int, victim: int) -> None:
 
 def bench_failover(partitions: int, brokers: int) -> None:
     """Snapshot a cluster, restore it, and time the controller failover that rebuilds the context."""
-    from controller.cluster_snapshot import cluster_state, restore_cluster
+    from controller.embedding.cluster_snapshot import cluster_state, restore_cluster
     cluster, _ = build(partitions, brokers, lambda rec: None)
     t0 = time.perf_counter()
     state = cluster_state(cluster)

@@ -45,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import structlog  # noqa: E402
 
 from controller.assignment import assign_replicas_to_brokers  # noqa: E402
-from controller.cluster import Cluster  # noqa: E402
+from controller.embedding.cluster import Cluster  # noqa: E402
 from controller.controller_events import NONE  # noqa: E402
 from events.records import BrokerStopped  # noqa: E402
 

@@ -21,9 +21,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from controller.kafka_zk_client import KafkaZkClient  # noqa: E402
-from controller.zk_data import encode_partition_state  # noqa: E402
-from controller.zookeeper import CheckOp, SetDataOp, ZooKeeper  # noqa: E402
+from controller.store.kafka_zk_client import KafkaZkClient  # noqa: E402
+from controller.store.zk_data import encode_partition_state  # noqa: E402
+from controller.store.zookeeper import CheckOp, SetDataOp, ZooKeeper  # noqa: E402
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch  # noqa: E402
 
 

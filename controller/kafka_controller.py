@@ -33,7 +33,7 @@ from controller.controller_events import (
 )
 from controller.partition_reassignment import REASSIGN_PARTITIONS_PATH, REASSIGNMENT_IN_PROGRESS, PartitionReassignmentMixin
 from controller.topic_deletion_manager import TopicDeletionManager
-from controller.zk_data import LOG_DIR_EVENT_NOTIFICATION_PATH, topic_partition_state_path
+from controller.store.zk_data import LOG_DIR_EVENT_NOTIFICATION_PATH, topic_partition_state_path
 from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from controller.scheduler import ControllerScheduler
@@ -138,7 +138,7 @@ class _ControllerDeletionClient:
 class KafkaController(PartitionReassignmentMixin):
     """The controller candidate of broker ``broker_id``.
 
-    ``zk`` is a ``controller.kafka_zk_client.KafkaZkClient`` (it also serves as the partition
+    ``zk`` is a ``controller.store.kafka_zk_client.KafkaZkClient`` (it also serves as the partition
     state store), ``journal`` the shared ``events.journal.Journal``, ``clock`` a function
     returning milliseconds, and ``send`` where requests to brokers go. ``register_broker``
     re-registers this broker after a new store session (RegisterBrokerAndReelect).

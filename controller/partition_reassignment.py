@@ -21,7 +21,7 @@ from controller.controller_events import (
     UNKNOWN_TOPIC_OR_PARTITION, ApiPartitionReassignment, ListPartitionReassignments, PartitionReassignmentIsrChange,
     ZkPartitionReassignment,
 )
-from controller.zk_data import topic_partition_state_path
+from controller.store.zk_data import topic_partition_state_path
 from events.records import (
     UPDATE_REASSIGNMENT_EPOCH, LeaderAndIsrUpdated, ReassignmentResponded, ReplicaAssignmentChanged,
 )

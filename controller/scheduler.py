@@ -2,7 +2,7 @@
 
 Kafka's controller schedules one-shot tasks by name, e.g. "auto-leader-rebalance-task", which
 puts an event on the controller's queue when it fires. Here time is the injected clock: the
-scheduler only remembers when each task is due, and whoever drives time (``controller.cluster``
+scheduler only remembers when each task is due, and whoever drives time (``controller.embedding.cluster``
 or a simulation) asks for ``next_deadline`` and calls ``run_due`` when it gets there. Tasks due at
 the same time run in the order they were scheduled, so runs are deterministic.
 """

@@ -4,7 +4,7 @@
 (onNewPartitionCreation; onBrokerFailure -> onReplicasBecomeOffline) directly, with an
 in-memory ``/state`` store. Benchmarks use it to measure the state machines alone, and tests
 use ``run_scripted`` for a quick scripted history. The real controller is
-``controller.kafka_controller.KafkaController`` inside ``controller.cluster.Cluster``.
+``controller.kafka_controller.KafkaController`` inside ``controller.embedding.cluster.Cluster``.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.context import ControllerContext
-from controller.partition_state_store import InMemoryPartitionStateStore
+from controller.store.partition_state_store import InMemoryPartitionStateStore
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from events.journal import Journal
 from events.records import (

@@ -597,7 +597,7 @@ class ViewSnapshot(NamedTuple):
 
 class ClusterSnapshot(NamedTuple):
     """The whole cluster (store, brokers, controllers, clock, random sources) as it is after every
-    record before this one: a replay or a simulation can restart here (controller.cluster_snapshot)."""
+    record before this one: a replay or a simulation can restart here (controller.embedding.cluster_snapshot)."""
     kind: int
     v: int
     offset: int

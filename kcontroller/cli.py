@@ -9,9 +9,9 @@ import os
 import shutil
 import sys
 
-from controller.cluster import ClusterError
-from controller.demo import DemoSpec, run_demo
-from controller.replay import replay_log
+from controller.embedding.cluster import ClusterError
+from controller.embedding.demo import DemoSpec, run_demo
+from controller.embedding.replay import replay_log
 from events.log import FsyncPolicy, LogError, LogReader, LogWriter
 from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sweep, cli_whatif
 from kcontroller.logging_setup import LEVELS, configure_logging

@@ -14,8 +14,8 @@ import os
 import sys
 
 from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json
-from controller.cluster import Cluster, ClusterError
-from controller.replay import ResumeError, resume_log
+from controller.embedding.cluster import Cluster, ClusterError
+from controller.embedding.replay import ResumeError, resume_log
 from events.log import FsyncPolicy, LogWriter
 from statemachines.leader_and_isr import TopicPartition
 

@@ -280,9 +280,9 @@ from decimal import Decimal
 import yaml
 
 from controller.admin_files import AdminFileError, parse_reassignment_json
-from controller.cluster import READ_ONLY_BROKER_CONFIGS
+from controller.embedding.cluster import READ_ONLY_BROKER_CONFIGS
 from controller.config import DEFAULTS, ConfigError, KafkaConfig
-from controller.kafka_zk_client import InvalidTopicError, validate_topic_name
+from controller.store.kafka_zk_client import InvalidTopicError, validate_topic_name
 
 __all__ = [
     "ACTIONS", "QUORUM_VERSIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "QuorumSpec", "Scenario",

@@ -20,9 +20,9 @@ import structlog
 
 from controller.controller_events import KAFKA_STORAGE_ERROR, NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
 from controller.kafka_controller import KafkaController
-from controller.kafka_zk_client import KafkaZkClient
+from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
-from controller.zookeeper import NodeExistsError, SessionExpiredError
+from controller.store.zookeeper import NodeExistsError, SessionExpiredError
 from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE
 
 _log = structlog.get_logger("kcontroller.sim")

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import msgpack
 
-from controller.replay import Divergence, ReplayResult, _Diverged
+from controller.embedding.replay import Divergence, ReplayResult, _Diverged
 from events.records import SimulationStarted
 from sim.scenario import parse_scenario
 from sim.simulation import Simulation

@@ -29,9 +29,9 @@ from collections.abc import Callable
 import structlog
 
 from controller.config import KafkaConfig
-from controller.kafka_zk_client import KafkaZkClient
+from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest
-from controller.zookeeper import ZooKeeper
+from controller.store.zookeeper import ZooKeeper
 from events.journal import Journal
 from controller.assignment import assign_replicas_to_brokers
 from controller.controller_events import (

@@ -3,7 +3,7 @@ if these brokers die (``kill``) or are shut down (``shutdown``)?
 
 ``what_if(description, kill=..., shutdown=...)`` takes a :class:`sim.describe_parser.ClusterDescription`
 (the text of ``kafka-topics.sh --describe``, or a reassignment JSON), rebuilds that cluster around
-the embedded controller (``controller.cluster.Cluster``, seed 0: deterministic), brings every
+the embedded controller (``controller.embedding.cluster.Cluster``, seed 0: deterministic), brings every
 partition to the described replicas, leader and ISR as far as the controller allows, then plays the
 scenario and reports every partition before and after. It is the check that would have prevented
 the incident of ``../shared/seeds/004_34d7787fd39b218f.txt``: RF=1 partitions on a broker that was
@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from controller.cluster import Cluster
+from controller.embedding.cluster import Cluster
 from events.records import ELECTION_NAMES, ELECTION_NONE, ELECTION_OFFLINE_UNCLEAN, PartitionTransition
 from sim.describe_parser import ClusterDescription, PartitionDescription
 

@@ -17,7 +17,7 @@ import pytest
 import structlog
 
 from controller.context import ControllerContext
-from controller.partition_state_store import InMemoryPartitionStateStore
+from controller.store.partition_state_store import InMemoryPartitionStateStore
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from events.journal import Journal
 from events.records import TransitionFailed

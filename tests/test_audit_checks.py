@@ -25,8 +25,8 @@ from audit.rows import (
     REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
     AuditRow,
 )
-from controller.cluster import Cluster, ClusterError
-from controller.kafka_zk_client import AdminError
+from controller.embedding.cluster import Cluster, ClusterError
+from controller.store.kafka_zk_client import AdminError
 from controller.state_machine_harness import ScriptSpec, run_scripted
 from events import records as rec
 from events.log import LogReader, LogWriter

@@ -7,7 +7,7 @@ import pytest
 import structlog
 
 from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json
-from controller.replay import replay_log
+from controller.embedding.replay import replay_log
 from events.log import LogReader
 from events.records import (
     BrokerStopped, ControlledShutdownRequested, LeaderElectionRequested, ReassignmentRequested, TopicDeletionRequested,

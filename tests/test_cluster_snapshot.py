@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.cluster import Cluster
-from controller.cluster_snapshot import restore_cluster
-from controller.replay import latest_cluster_snapshot, replay_log, replay_records
+from controller.embedding.cluster import Cluster
+from controller.embedding.cluster_snapshot import restore_cluster
+from controller.embedding.replay import latest_cluster_snapshot, replay_log, replay_records
 from events.codec import encode_batch
 from events.log import LogWriter
 from events.records import ClusterSnapshot

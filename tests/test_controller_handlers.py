@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from controller.cluster import Cluster
+from controller.embedding.cluster import Cluster
 from events.records import (
     API_UPDATE_METADATA, UPDATE_ISR_NOTIFICATION, LeaderAndIsrUpdated, RequestSent, UpdateMetadataPartition,
 )

@@ -1,7 +1,7 @@
 """Kafka's ControllerIntegrationTest (core/src/test/scala/unit/kafka/controller), ported to the in-process cluster.
 
 Every test names the Kafka test it ports. Kafka's servers are real brokers on a real ZooKeeper;
-here they are ``controller.cluster.Cluster`` brokers on the embedded store, with simulated time.
+here they are ``controller.embedding.cluster.Cluster`` brokers on the embedded store, with simulated time.
 Translations used throughout:
 
 * ``server.shutdown()`` -> :func:`stop` (kill -9, then let the session time out: the cluster models
@@ -31,14 +31,14 @@ import random
 import pytest
 import structlog
 
-from controller.cluster import Cluster, ClusterError
+from controller.embedding.cluster import Cluster, ClusterError
 from controller.controller_events import (
     FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_UPDATE_VERSION, NOT_CONTROLLER,
     STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, AlterPartitionReceived, BrokerChange,
     TopicChange,
 )
-from controller.kafka_zk_client import KafkaZkClient, TopicExistsError
-from controller.replay import replay_records
+from controller.store.kafka_zk_client import KafkaZkClient, TopicExistsError
+from controller.embedding.replay import replay_records
 from controller.request_batch import BrokerRequest
 from events.records import (
     API_LEADER_AND_ISR, API_UPDATE_METADATA, ELECTION_NEW_PARTITION, ELECTION_OFFLINE, ELECTION_OFFLINE_UNCLEAN,

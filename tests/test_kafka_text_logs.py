@@ -480,7 +480,7 @@ def test_rows_stream_before_the_input_ends():
 
 # --- round trip through our own Kafka 3.7 renderer -------------------------------------------------------------
 def _engine_run():
-    from controller.cluster import Cluster
+    from controller.embedding.cluster import Cluster
     cluster = Cluster(configs={"unclean.leader.election.enable": True}, seed=7, start_time_ms=1_714_392_831_142)
     cluster.start_brokers(range(3))
     cluster.create_topic("t-1", assignment=[[1, 2], [2, 1]])

@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from controller.context import ControllerContext
-from controller.kafka_zk_client import (
+from controller.store.kafka_zk_client import (
     InvalidReplicaAssignmentError, InvalidTopicError, KafkaZkClient, TopicExistsError, UnknownTopicOrPartitionError,
 )
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
-from controller.zk_data import (
+from controller.store.zk_data import (
     PERSISTENT_ZK_PATHS, BrokerInfo, EndPoint, decode_broker_info, decode_partition_reassignment, decode_topic,
     encode_isr_change_notification, encode_partition_reassignment, java_properties_order, random_uuid,
 )
-from controller.zookeeper import KeeperError, NodeExistsError, NoNodeError, ZooKeeper
+from controller.store.zookeeper import KeeperError, NodeExistsError, NoNodeError, ZooKeeper
 from events.journal import Journal
 from statemachines.errors import ControllerMovedError, StoreError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
@@ -754,7 +754,7 @@ def test_pipelined_state_requests_are_the_requests_one_at_a_time():
 
 
 def test_decoded_partition_states_are_shared_and_equal_to_fresh_decodes():
-    from controller.zk_data import _decode_partition_state, decode_partition_state, encode_partition_state
+    from controller.store.zk_data import _decode_partition_state, decode_partition_state, encode_partition_state
     body = encode_partition_state(lice(3, (3, 1, 2), leader_epoch=4, controller_epoch=7, recovery=1))
     first = decode_partition_state(body, 5)
     assert first == _decode_partition_state(body, 5) == lice(3, (3, 1, 2), 4, 7, 1)._replace(
@@ -767,7 +767,7 @@ def test_decoded_partition_states_are_shared_and_equal_to_fresh_decodes():
 
 def _encode_topic_reference(topic_id, assignment):
     """TopicZNode.encode through plain dicts and to_json (what encode_topic must equal, byte for byte)."""
-    from controller.zk_data import _mutable_key_order, _ordered, _scala_presized_table, java_hash, \
+    from controller.store.zk_data import _mutable_key_order, _ordered, _scala_presized_table, java_hash, \
         scala_mutable_order, to_json
     partitions, adding, removing = {}, {}, {}
     for p, a in assignment.items():
@@ -792,7 +792,7 @@ def _encode_topic_reference(topic_id, assignment):
        st.one_of(st.none(), st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
                                     min_size=22, max_size=22)))
 def test_encode_topic_matches_the_plain_json_encoding(by_partition, topic_id):
-    from controller.zk_data import encode_topic
+    from controller.store.zk_data import encode_topic
     from statemachines.leader_and_isr import ReplicaAssignment
     assignment = {p: ReplicaAssignment(tuple(r), tuple(a), tuple(rm)) for p, (r, a, rm) in by_partition.items()}
     assert encode_topic(topic_id, assignment) == _encode_topic_reference(topic_id, assignment)

@@ -27,11 +27,11 @@ import json
 
 import pytest
 
-from controller.cluster import Cluster, ClusterError
-from controller.cluster_snapshot import cluster_state, restore_cluster
+from controller.embedding.cluster import Cluster, ClusterError
+from controller.embedding.cluster_snapshot import cluster_state, restore_cluster
 from controller.context import ControllerContext
 from controller.controller_events import KAFKA_STORAGE_ERROR, NONE, STALE_CONTROLLER_EPOCH, LeaderAndIsrResponseReceived
-from controller.replay import replay_log, replay_records
+from controller.embedding.replay import replay_log, replay_records
 from controller.request_batch import BrokerRequest, BrokerResponse, ControllerBrokerRequestBatch, ControllerChannel
 from events.journal import Journal
 from events.log import LogWriter

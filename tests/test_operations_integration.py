@@ -32,13 +32,13 @@ from __future__ import annotations
 import pytest
 import structlog
 
-from controller.cluster import Cluster, ClusterError
+from controller.embedding.cluster import Cluster, ClusterError
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, ELECTION_NOT_NEEDED, ELIGIBLE_LEADERS_NOT_AVAILABLE, INELIGIBLE_REPLICA,
     INVALID_TOPIC_EXCEPTION, NONE, NOT_CONTROLLER, PREFERRED, PREFERRED_LEADER_NOT_AVAILABLE, STALE_BROKER_EPOCH,
     UNCLEAN, UNKNOWN_TOPIC_OR_PARTITION, ZK_TRIGGERED, ControlledShutdown, ReplicaLeaderElection,
 )
-from controller.replay import replay_records
+from controller.embedding.replay import replay_records
 from events.records import (
     API_STOP_REPLICA, ELECTION_CONTROLLED_SHUTDOWN, ELECTION_NEW_PARTITION, ELECTION_OFFLINE,
     ELECTION_OFFLINE_UNCLEAN, ELECTION_PREFERRED, NO_LEADER, RECOVERED, RECOVERING, UPDATE_OFFLINE_REPLICA,

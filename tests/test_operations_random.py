@@ -58,10 +58,10 @@ from test_controller_integration import (
     UNCLEAN, InvariantError, Invariants, RandomHistory, quiet_logs,  # noqa: F401 (a fixture)
 )
 
-from controller.cluster import ClusterError
+from controller.embedding.cluster import ClusterError
 from controller.controller_events import NONE
-from controller.kafka_zk_client import AdminError
-from controller.replay import replay_records
+from controller.store.kafka_zk_client import AdminError
+from controller.embedding.replay import replay_records
 from events.records import (
     ELECTION_OFFLINE_UNCLEAN, ELECTION_REASSIGN, ControllerElected, LeaderAndIsrUpdated, LeaderElectionResponded,
     PartitionTransition, ReassignmentResponded, ReplicaTransition,

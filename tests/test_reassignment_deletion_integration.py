@@ -39,12 +39,12 @@ from test_controller_integration import (
     make_cluster, partition_state, records, stop,
 )
 
-from controller.cluster import Cluster, ClusterError
+from controller.embedding.cluster import Cluster, ClusterError
 from controller.controller_events import (
     INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS, NONE, NOT_CONTROLLER, UNKNOWN_TOPIC_OR_PARTITION,
     ApiPartitionReassignment, ListPartitionReassignments,
 )
-from controller.replay import replay_records
+from controller.embedding.replay import replay_records
 from events.records import (
     API_STOP_REPLICA, ELECTION_REASSIGN, EPOCH_DURING_DELETE, LEADER_DURING_DELETE, UPDATE_OFFLINE_REPLICA,
     UPDATE_REASSIGNMENT_EPOCH, ControllerElected, ControllerResigned, LeaderAndIsrPartition, LeaderAndIsrUpdated,
@@ -1045,7 +1045,7 @@ def test_view_forgets_the_configs_of_a_deleted_topic():
 
 
 ALTER_PARTITION_WRITE_BACK = (
-    "controller/cluster.py Cluster._alter_partition applies the AlterPartition response to the leader's "
+    "controller/embedding/cluster.py Cluster._alter_partition applies the AlterPartition response to the leader's "
     "leader_and_isr after settle(), i.e. after everything the controller did next; Kafka's controller answers "
     "before maybeCompleteReassignment, so the leader handles the response before the LeaderAndIsr/StopReplica "
     "requests that follow (and a Partition removed by StopReplica(delete=true) is gone from its ReplicaManager). ")

@@ -7,7 +7,7 @@ import dataclasses
 import msgpack
 import pytest
 
-from controller.cluster import Cluster
+from controller.embedding.cluster import Cluster
 from events.log import FsyncPolicy, LogReader, LogWriter
 from events.records import (
     BrokerStarted, ControllerElected, LiveBrokersChanged, StateDigest, TopicCreated, ViewSnapshot,
@@ -203,7 +203,7 @@ def test_checkpoint_without_a_snapshot_writes_only_the_digest():
 
 
 def test_a_log_with_snapshots_replays(logged):
-    from controller.replay import replay_records
+    from controller.embedding.replay import replay_records
     _, records = logged
     assert sum(type(r) is ViewSnapshot for r in records) >= 2
     result = replay_records(records)

@@ -10,7 +10,7 @@ import pathlib
 import pytest
 import structlog
 
-from controller.cluster import Cluster
+from controller.embedding.cluster import Cluster
 from kcontroller import cli_whatif
 from sim.describe_parser import (
     FORMAT_DESCRIBE, FORMAT_REASSIGNMENT_JSON, DescriptionError, load_description, parse_configs, parse_description,

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.zookeeper import (
+from controller.store.zookeeper import (
     FIRST_SESSION_ID, ZXID_BASE, BadVersionError, CheckOp, CheckResult, CreateOp, CreateResult, DeleteOp,
     DeleteResult, ErrorResult, EventType, KeeperError, MultiError, NoChildrenForEphemeralsError, NodeExistsError,
     NoNodeError, NotEmptyError, SessionExpiredError, SetDataOp, SetDataResult, WatchedEvent, ZooKeeper,

@@ -17,8 +17,8 @@ import msgpack
 
 from events.log import LogReader
 
-from controller.cluster import Cluster, ClusterError
-from controller.cluster_snapshot import restore_cluster
+from controller.embedding.cluster import Cluster, ClusterError
+from controller.embedding.cluster_snapshot import restore_cluster
 from events.records import ClusterCreated, ClusterSnapshot, StateDigest, ViewSnapshot
 
 _CHECKPOINT = (ViewSnapshot, StateDigest, ClusterSnapshot)

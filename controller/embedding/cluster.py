@@ -21,6 +21,7 @@ import structlog
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
+from controller.embedding.snapshot_state import cluster_state
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, KAFKA_STORAGE_ERROR, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH,
     AlterPartitionReceived, ApiPartitionReassignment, ControlledShutdown, ListPartitionReassignments,
@@ -29,9 +30,9 @@ from controller.controller_events import (
 )
 from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
-from controller.kafka_zk_client import KafkaZkClient
+from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
-from controller.zookeeper import NodeExistsError, ZooKeeper
+from controller.store.zookeeper import NodeExistsError, ZooKeeper
 from events.journal import Journal
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, UPDATE_ISR_NOTIFICATION,
@@ -496,8 +497,7 @@ class Cluster:
 
     def snapshot(self) -> None:
         """Record a ClusterSnapshot: the whole cluster, so that a replay or a later run can restart here
-        (``controller.cluster_snapshot.restore_cluster``)."""
-        from controller.cluster_snapshot import cluster_state  # it builds on this module
+        (``controller.embedding.cluster_snapshot.restore_cluster``)."""
         self.settle()
         state = cluster_state(self, next_offset=self.journal.next_offset + 1)
         self.journal.set_writer(-1, 0)

@@ -20,7 +20,7 @@ behaves as Kafka's client does on top of it:
   ``ZooKeeper.iter_multi`` and ``get_partition_states`` through ``get_data_and_version_many``: the
   same requests, pipelined.
 
-The znode bodies come from ``controller.zk_data``. It implements ``statemachines.ports.PartitionStateStore``.
+The znode bodies come from ``controller.store.zk_data``. It implements ``statemachines.ports.PartitionStateStore``.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import structlog
 
-from controller.zk_data import (
+from controller.store.zk_data import (
     BROKER_IDS_PATH, CLUSTER_ID_PATH, CONFIG_CHANGES_PATH, CONFIG_CHANGE_PREFIX, CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH, DELETE_TOPICS_PATH, FEATURE_PATH, INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
     ISR_CHANGE_NOTIFICATION_PATH, ISR_CHANGE_PREFIX, LOG_DIR_EVENT_NOTIFICATION_PATH, LOG_DIR_EVENT_PREFIX,
@@ -45,7 +45,7 @@ from controller.zk_data import (
     encode_topic, isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number,
     topic_partition_path, topic_partitions_path, topic_path,
 )
-from controller.zookeeper import (
+from controller.store.zookeeper import (
     ANY_VERSION, CheckOp, CreateOp, CreateResult, DeleteOp, DeleteResult, EventType, KeeperError, MultiError,
     NodeExistsError, NoNodeError, SessionExpiredError, SetDataOp, SetDataResult, Stat, WatchedEvent, ZooKeeper,
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from controller.cluster import Cluster
+from controller.embedding.cluster import Cluster
 
 
 @dataclass

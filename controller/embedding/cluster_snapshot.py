@@ -23,77 +23,21 @@ from collections.abc import Callable
 
 import msgpack
 
-from controller.cluster import BrokerServer, Cluster
 from controller.config import KafkaConfig
+from controller.embedding.cluster import BrokerServer, Cluster
+from controller.embedding.snapshot_state import FORMAT, cluster_state
 from controller.kafka_controller import KafkaController
-from controller.kafka_zk_client import KafkaZkClient
-from controller.zookeeper import ZooKeeper
-from events.codec import decode_batch, encode_batch
+from controller.store.kafka_zk_client import KafkaZkClient
+from controller.store.zookeeper import ZooKeeper
+from events.codec import decode_batch
 from statemachines.cluster_view import ClusterView
 
-FORMAT = 1
-
-
-def _rng_state(rng: random.Random) -> list:
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
+__all__ = ["FORMAT", "cluster_state", "restore_cluster"]
 
 
 def _set_rng_state(rng: random.Random, state: list) -> None:
     version, internal, gauss = state
     rng.setstate((version, tuple(internal), gauss))
-
-
-def _broker_state(server: BrokerServer, shared: dict[int, int], records: list) -> list:
-    """One broker; its metadata cache is a list of indexes into ``records``, which every broker shares
-    (they cache the same UpdateMetadata records: storing them once keeps snapshots small)."""
-    indexes = []
-    for rec in server.metadata.values():
-        i = shared.get(id(rec))
-        if i is None:
-            i = shared[id(rec)] = len(records)
-            records.append(rec)
-        indexes.append(i)
-    zk = server.zk
-    return [server.broker_id, server.host, server.port, server.rack, server.alive, server.broker_epoch,
-            zk.session_id, zk._registered_session_id,
-            server.controller.to_state() if server.alive else None,
-            server.controller_epoch, sorted([list(tp), list(v)] for tp, v in server.leader_and_isr.items()),
-            indexes, list(server.live_brokers), [list(r) for r in server.rejected]]
-
-
-def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
-    """Serialize a settled cluster. ``next_offset``: the journal offset the restored cluster continues at
-    (default: the current one)."""
-    if cluster.settle():
-        raise RuntimeError("the cluster had unprocessed events; snapshots are taken between actions")
-    state = {
-        "format": FORMAT,
-        "now": cluster.now,
-        "seed": cluster.seed,
-        "configs": sorted(cluster.config.items()),
-        "store_rng": _rng_state(cluster.store_rng),
-        "next_offset": cluster.journal.next_offset if next_offset is None else next_offset,
-        "cause_offset": cluster.journal.cause_offset,
-        "view": cluster.view.to_snapshot(),
-        "zk": cluster.zk.to_dict(),
-        "admin": [cluster.admin.session_id, cluster.admin._registered_session_id],
-    }
-    shared: dict[int, int] = {}
-    records: list = []
-    state["brokers"] = [_broker_state(cluster.brokers[b], shared, records) for b in sorted(cluster.brokers)]
-    state["metadata_records"] = encode_batch(records)
-    log_dirs = [_log_dir_state(cluster.brokers[b]) for b in sorted(cluster.brokers)]
-    state["log_dirs"] = [s for s in log_dirs if s is not None]
-    return msgpack.packb(state, use_bin_type=True)
-
-
-def _log_dir_state(server: BrokerServer) -> list | None:
-    if not (server.replica_dirs or server.offline_dirs or server.offline_partitions):
-        return None
-    return [server.broker_id, sorted(server.offline_dirs),
-            sorted([list(tp), d] for tp, d in server.replica_dirs.items()),
-            sorted(list(tp) for tp in server.offline_partitions)]
 
 
 def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = None) -> Cluster:
