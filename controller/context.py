@@ -1,16 +1,24 @@
 """ControllerContext: the controller's in-memory metadata cache (Kafka's ControllerContext.scala).
 
 Fields and predicates follow Kafka's, in snake_case. Partitions are ``(topic, partition)``
-tuples and replicas ``(topic, partition, replica)`` tuples at the API; inside, each topic keeps
-its partitions in columns (``TopicState``): bytes for states, ``array('i')`` for leaders and
-epochs, and interned tuples for replica lists and ISRs (clusters share a handful of distinct
-assignments), so a million partitions fit in a few hundred megabytes. Touched only from the
-controller's event thread; not thread-safe, like Kafka's.
+tuples and replicas ``(topic, partition, replica)`` tuples at the API. Inside, each topic keeps
+its partitions in columns (``TopicState``): ``array('i')`` for leaders, epochs and the codes of
+replica lists and ISRs, bytes for states. Replica lists and ISRs are dictionary-encoded: a
+``TuplePool`` holds each distinct tuple once under an int code (clusters share a handful of
+distinct assignments), and knows them as one padded numpy matrix, so "which partitions does
+broker 3 host" is a gather of a per-code mask by the topic's code column, not a scan of tuples.
+Replica states are one flat byte column per topic, ``rwidth`` bytes per partition aligned with
+the partition's ``rids`` (the replicas that have a state). Batch paths take zero-copy numpy views
+of these columns (``np.frombuffer``) for the length of one operation; nothing here is a
+GC-tracked object per partition, so a million partitions cost the collector nothing. Touched only
+from the controller's event thread; not thread-safe, like Kafka's.
 """
 from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator
+
+import numpy as np
 
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
@@ -18,58 +26,145 @@ from statemachines.states import OFFLINE_PARTITION
 
 ABSENT = 0xFF  # no state recorded (Kafka: key absent from partitionStates)
 _EMPTY = ()
+EMPTY_CODE = 0  # the pool's code of ()
+
+
+class TuplePool:
+    """Distinct int tuples under dense int codes (code 0 is ``()``), and the same as a matrix.
+
+    ``matrix()`` is an int32 array of shape (codes, width), row ``c`` the tuple of code ``c``
+    padded with -1; it is extended as the pool grows, so per-code masks cost O(distinct tuples).
+    """
+
+    __slots__ = ("tuples", "codes", "_matrix", "_rows", "_lengths")
+
+    def __init__(self) -> None:
+        self.tuples: list[tuple] = [_EMPTY]
+        self.codes: dict[tuple, int] = {_EMPTY: EMPTY_CODE}
+        self._matrix = np.full((16, 1), -1, dtype=np.int32)
+        self._rows = 1
+        self._lengths: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.tuples)
+
+    def code(self, t: tuple) -> int:
+        c = self.codes.get(t)
+        if c is None:
+            c = self.codes[t] = len(self.tuples)
+            self.tuples.append(t)
+        return c
+
+    def intern(self, t: tuple) -> tuple:
+        return self.tuples[self.code(t)]
+
+    def matrix(self) -> np.ndarray:
+        """(len(self), width) int32: every tuple, -1 padded (a view: do not keep it across interning)."""
+        n = len(self.tuples)
+        if self._rows < n:
+            m = self._matrix
+            new = self.tuples[self._rows:n]
+            width = max(m.shape[1], max(map(len, new)))
+            if width > m.shape[1] or n > m.shape[0]:
+                grown = np.full((max(n, 2 * m.shape[0]), width), -1, dtype=np.int32)
+                grown[:self._rows, :m.shape[1]] = m[:self._rows]
+                self._matrix = m = grown
+            for i, t in enumerate(new, self._rows):
+                if t:
+                    m[i, :len(t)] = t
+            self._rows = n
+            self._lengths = None
+        return self._matrix[:n]
+
+    def lengths(self) -> np.ndarray:
+        """int32 (len(self),): each tuple's length."""
+        m = self.matrix()
+        if self._lengths is None or len(self._lengths) != len(m):
+            self._lengths = (m >= 0).sum(axis=1, dtype=np.int32)
+        return self._lengths
+
+    def contains_any(self, broker_ids: Iterable[int]) -> np.ndarray:
+        """bool (len(self),): does the tuple of each code hold any of ``broker_ids``?"""
+        m = self.matrix()
+        ids = np.fromiter(broker_ids, dtype=np.int32)
+        if not len(ids):
+            return np.zeros(len(m), dtype=bool)
+        return np.isin(m, ids).any(axis=1)
+
+
+def view_i32(col: array) -> np.ndarray:
+    """A zero-copy int32 numpy view of an ``array('i')`` column (release it before the column grows)."""
+    return np.frombuffer(col, dtype=np.int32) if len(col) else np.zeros(0, dtype=np.int32)
+
+
+def view_u8(col: bytearray) -> np.ndarray:
+    return np.frombuffer(col, dtype=np.uint8) if len(col) else np.zeros(0, dtype=np.uint8)
 
 
 class TopicState:
     """All partitions of one topic, column by column; partition ids are 0..n-1 as in Kafka."""
 
-    __slots__ = ("name", "replicas", "adding", "removing", "pstate", "leader", "leader_epoch", "isr",
-                 "partition_epoch", "state_controller_epoch", "recovery", "rids", "rstates")
+    __slots__ = ("name", "rcode", "adding", "removing", "pstate", "leader", "leader_epoch", "icode",
+                 "partition_epoch", "state_controller_epoch", "recovery", "ridcode", "rstates", "rwidth")
 
     def __init__(self, name: str):
         self.name = name
-        self.replicas: list[tuple] = []          # RS per partition
+        self.rcode = array("i")                  # RS per partition, as a pool code
         self.adding: dict[int, tuple] = {}       # AR, only for partitions being reassigned
         self.removing: dict[int, tuple] = {}     # RR
         self.pstate = bytearray()                # PartitionState byte or ABSENT
         self.leader = array("i")
         self.leader_epoch = array("i")           # -1: no leadership info cached
-        self.isr: list[tuple] = []
+        self.icode = array("i")                  # ISR per partition, as a pool code
         self.partition_epoch = array("i")
         self.state_controller_epoch = array("i")
         self.recovery = bytearray()
-        self.rids: list[tuple] = []              # replicas that have a state, per partition
-        self.rstates: list[bytearray] = []       # their ReplicaState bytes, aligned with rids
+        self.ridcode = array("i")                # replicas that have a state, per partition (pool code)
+        self.rstates = bytearray()               # their ReplicaState bytes: rwidth per partition, aligned
+        self.rwidth = 0
 
     def __len__(self) -> int:
-        return len(self.replicas)
+        return len(self.rcode)
 
     def extend_to(self, n: int) -> None:
-        grow = n - len(self.replicas)
+        grow = n - len(self.rcode)
         if grow <= 0:
             return
-        self.replicas.extend([_EMPTY] * grow)
+        self.rcode.extend(array("i", [EMPTY_CODE]) * grow)
         self.pstate.extend(b"\xff" * grow)
-        self.leader.extend([NO_LEADER] * grow)
-        self.leader_epoch.extend([NO_EPOCH] * grow)
-        self.isr.extend([_EMPTY] * grow)
-        self.partition_epoch.extend([0] * grow)
-        self.state_controller_epoch.extend([0] * grow)
-        self.recovery.extend(b"\x00" * grow)
-        self.rids.extend([_EMPTY] * grow)
-        self.rstates.extend(bytearray() for _ in range(grow))
+        self.leader.extend(array("i", [NO_LEADER]) * grow)
+        self.leader_epoch.extend(array("i", [NO_EPOCH]) * grow)
+        self.icode.extend(array("i", [EMPTY_CODE]) * grow)
+        self.partition_epoch.extend(array("i", [0]) * grow)
+        self.state_controller_epoch.extend(array("i", [0]) * grow)
+        self.recovery.extend(bytes(grow))
+        self.ridcode.extend(array("i", [EMPTY_CODE]) * grow)
+        self.rstates.extend(bytes(grow * self.rwidth))
+
+    def widen_rstates(self, width: int) -> None:
+        """Make room for ``width`` replica states per partition (rows keep their states)."""
+        if width <= self.rwidth:
+            return
+        n, old = len(self.rcode), self.rwidth
+        grown = bytearray(n * width)
+        if old:
+            view = np.frombuffer(grown, dtype=np.uint8).reshape(n, width)
+            view[:, :old] = np.frombuffer(self.rstates, dtype=np.uint8).reshape(n, old)
+            del view
+        self.rstates = grown
+        self.rwidth = width
 
 
 class ControllerContext:
     """Kafka's ControllerContext: brokers, topics, assignments, leadership, states, deletion sets."""
 
     def __init__(self) -> None:
-        self._interned: dict[tuple, tuple] = {(): ()}
+        self.pool = TuplePool()
         self.reset_context()
 
     # --- lifecycle --------------------------------------------------------------------------
     def reset_context(self) -> None:
-        """Forget everything (on resignation), keeping the tuple intern pool."""
+        """Forget everything (on resignation), keeping the tuple pool."""
         self.epoch = 0
         self.epoch_zk_version = 0
         self.live_broker_epochs: dict[int, int] = {}
@@ -89,12 +184,7 @@ class ControllerContext:
         self.unclean_leader_elections = 0  # UncleanLeaderElectionsPerSec meter count
 
     def intern(self, t: Iterable[int]) -> tuple:
-        t = tuple(t)
-        got = self._interned.get(t)
-        if got is None:
-            self._interned[t] = t
-            got = t
-        return got
+        return self.pool.intern(tuple(t))
 
     # --- brokers ----------------------------------------------------------------------------
     def add_live_brokers(self, broker_epochs: dict[int, int]) -> None:
@@ -139,6 +229,20 @@ class ControllerContext:
             return lambda b, tp: b in live
         return lambda b, tp: b in live and (b not in offline_dirs or tp not in offline_dirs[b])
 
+    def live_mask(self, include_shutting_down_brokers: bool = False) -> np.ndarray:
+        """bool array by broker id: live (and, unless included, not shutting down). Replicas on offline
+        log directories are per partition: see ``has_offline_dirs``."""
+        live = set(self.live_broker_epochs)
+        if not include_shutting_down_brokers:
+            live -= self.shutting_down_broker_ids
+        mask = np.zeros(max(live, default=-1) + 1, dtype=bool)
+        if live:
+            mask[np.fromiter(live, dtype=np.int64)] = True
+        return mask
+
+    def has_offline_dirs(self) -> bool:
+        return any(self.replicas_on_offline_dirs.values())
+
     # --- topics and assignments -------------------------------------------------------------
     @property
     def all_topics(self) -> set[str]:
@@ -176,37 +280,50 @@ class ControllerContext:
         ts = self.topics.get(topic)
         if ts is None:
             ts = self.topics[topic] = TopicState(topic)
-        if p >= len(ts.replicas):
+        if p >= len(ts.rcode):
             ts.extend_to(p + 1)
         return ts
 
     def partition_replica_assignment(self, tp: tuple) -> tuple:
         """RS of the partition, () if unknown."""
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts.replicas):
+        if ts is None or tp[1] >= len(ts.rcode):
             return _EMPTY
-        return ts.replicas[tp[1]]
+        return self.pool.tuples[ts.rcode[tp[1]]]
 
     def partition_full_replica_assignment(self, tp: tuple) -> ReplicaAssignment:
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts.replicas):
+        if ts is None or tp[1] >= len(ts.rcode):
             return ReplicaAssignment(_EMPTY)
         p = tp[1]
-        return ReplicaAssignment(ts.replicas[p], ts.adding.get(p, _EMPTY), ts.removing.get(p, _EMPTY))
+        return ReplicaAssignment(self.pool.tuples[ts.rcode[p]], ts.adding.get(p, _EMPTY), ts.removing.get(p, _EMPTY))
 
     def update_partition_full_replica_assignment(self, tp: tuple, assignment: ReplicaAssignment) -> None:
         topic, p = tp
         ts = self.topics.get(topic)
         # An unknown partition counts as balanced.
-        had_preferred = ts is None or p >= len(ts.replicas) or self._has_preferred_leader(ts, p)
+        had_preferred = ts is None or p >= len(ts.rcode) or self._has_preferred_leader(ts, p)
         ts = self._writable(topic, p)
-        ts.replicas[p] = self.intern(assignment.replicas)
+        pool = self.pool
+        ts.rcode[p] = pool.code(tuple(assignment.replicas))
         for column, values in ((ts.adding, assignment.adding_replicas), (ts.removing, assignment.removing_replicas)):
             if values:
-                column[p] = self.intern(values)
+                column[p] = pool.intern(tuple(values))
             else:
                 column.pop(p, None)
         self._adjust_imbalance(ts, p, had_preferred)
+
+    def set_topic_assignment_codes(self, topic: str, codes: np.ndarray) -> TopicState:
+        """Register a new topic's partitions 0..n-1 with these RS pool codes in one step (the batch form of
+        ``add_topic`` for a topic the context does not know yet: nothing to adjust but the imbalance, which
+        a partition without leadership does not count)."""
+        ts = self.topics.get(topic)
+        if ts is not None and len(ts):
+            raise ValueError(f"topic {topic} already has partitions in the context")
+        ts = self.topics[topic] = TopicState(topic)
+        ts.extend_to(len(codes))
+        ts.rcode = array("i", np.ascontiguousarray(codes, dtype=np.int32).tobytes())
+        return ts
 
     def partition_full_replica_assignment_for_topic(self, topic: str) -> dict[int, ReplicaAssignment]:
         """partition -> ReplicaAssignment of every partition of the topic (Kafka's
@@ -214,15 +331,16 @@ class ControllerContext:
         ts = self.topics.get(topic)
         if ts is None:
             return {}
-        adding, removing, new = ts.adding, ts.removing, tuple.__new__
+        adding, removing, new, tuples = ts.adding, ts.removing, tuple.__new__, self.pool.tuples
         if not adding and not removing:
-            return {p: new(ReplicaAssignment, (r, _EMPTY, _EMPTY)) for p, r in enumerate(ts.replicas)}
-        return {p: new(ReplicaAssignment, (r, adding.get(p, _EMPTY), removing.get(p, _EMPTY)))
-                for p, r in enumerate(ts.replicas)}
+            return {p: new(ReplicaAssignment, (tuples[c], _EMPTY, _EMPTY)) for p, c in enumerate(ts.rcode)}
+        return {p: new(ReplicaAssignment, (tuples[c], adding.get(p, _EMPTY), removing.get(p, _EMPTY)))
+                for p, c in enumerate(ts.rcode)}
 
     def partition_replica_assignment_for_topic(self, topic: str) -> dict[tuple, tuple]:
         ts = self.topics.get(topic)
-        return {} if ts is None else {(topic, p): r for p, r in enumerate(ts.replicas)}
+        tuples = self.pool.tuples
+        return {} if ts is None else {(topic, p): tuples[c] for p, c in enumerate(ts.rcode)}
 
     def all_partitions(self) -> Iterator[tuple]:
         for topic, ts in self.topics.items():
@@ -233,25 +351,48 @@ class ControllerContext:
         ts = self.topics.get(topic)
         return [] if ts is None else [(topic, p) for p in range(len(ts))]
 
+    def hosted_mask(self, ts: TopicState, broker_ids: Iterable[int]) -> np.ndarray:
+        """bool (partitions,): does the partition's RS hold any of ``broker_ids``?"""
+        return self.pool.contains_any(broker_ids)[view_i32(ts.rcode)]
+
     def partitions_on_broker(self, broker_id: int) -> list[tuple]:
-        return [(topic, p) for topic, ts in self.topics.items()
-                for p, replicas in enumerate(ts.replicas) if broker_id in replicas]
+        out = []
+        contains = self.pool.contains_any((broker_id,))
+        for topic, ts in self.topics.items():
+            if len(ts):
+                out.extend((topic, p) for p in np.flatnonzero(contains[view_i32(ts.rcode)]).tolist())
+        return out
 
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[tuple]:
-        ids = set(broker_ids)
+        """(topic, partition, replica) of every replica on those brokers: topics in context order,
+        partitions ascending, replicas in assignment order."""
+        ids = np.fromiter(set(broker_ids), dtype=np.int32)
         out = []
+        if not len(ids):
+            return out
+        pool = self.pool
+        matrix = pool.matrix()
+        contains = np.isin(matrix, ids)
+        any_code = contains.any(axis=1)
         for topic, ts in self.topics.items():
-            for p, replicas in enumerate(ts.replicas):
-                for r in replicas:
-                    if r in ids:
-                        out.append((topic, p, r))
+            if not len(ts):
+                continue
+            codes = view_i32(ts.rcode)
+            parts = np.flatnonzero(any_code[codes])
+            if not len(parts):
+                continue
+            rows = matrix[codes[parts]]
+            hit = contains[codes[parts]]
+            pi, ci = np.nonzero(hit)
+            out.extend(zip([topic] * len(pi), parts[pi].tolist(), rows[pi, ci].tolist()))
         return out
 
     def replicas_for_topic(self, topic: str) -> list[tuple]:
         ts = self.topics.get(topic)
         if ts is None:
             return []
-        return [(topic, p, r) for p, replicas in enumerate(ts.replicas) for r in replicas]
+        tuples = self.pool.tuples
+        return [(topic, p, r) for p, c in enumerate(ts.rcode) for r in tuples[c]]
 
     def replicas_for_partition(self, partitions: Iterable[tuple]) -> list[tuple]:
         return [(t, p, r) for t, p in partitions for r in self.partition_replica_assignment((t, p))]
@@ -259,17 +400,18 @@ class ControllerContext:
     def online_and_offline_replicas(self) -> tuple[list[tuple], list[tuple]]:
         online, offline = [], []
         is_online = self.online_replica_filter()
+        tuples = self.pool.tuples
         for topic, ts in self.topics.items():
-            for p, replicas in enumerate(ts.replicas):
+            for p, c in enumerate(ts.rcode):
                 tp = (topic, p)
-                for r in replicas:
+                for r in tuples[c]:
                     (online if is_online(r, tp) else offline).append((topic, p, r))
         return online, offline
 
     # --- partition states -------------------------------------------------------------------
     def partition_state(self, tp: tuple) -> int | None:
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts.replicas):
+        if ts is None or tp[1] >= len(ts.rcode):
             return None
         s = ts.pstate[tp[1]]
         return None if s == ABSENT else s
@@ -284,6 +426,18 @@ class ControllerContext:
                 self.offline_partition_count += 1
             elif old == OFFLINE_PARTITION and state != OFFLINE_PARTITION:
                 self.offline_partition_count -= 1
+
+    def put_partition_states_array(self, ts: TopicState, parts: np.ndarray, state: int) -> None:
+        """``put_partition_state`` for partitions ``parts`` (distinct indexes) of one topic."""
+        view = view_u8(ts.pstate)
+        if ts.name not in self.topics_with_deletion_started:
+            old = view[parts]
+            if state == OFFLINE_PARTITION:
+                self.offline_partition_count += int(np.count_nonzero(old != OFFLINE_PARTITION))
+            else:
+                self.offline_partition_count -= int(np.count_nonzero(old == OFFLINE_PARTITION))
+        view[parts] = state
+        del view
 
     def partition_states_or_init(self, partitions: list[tuple], default: int) -> list[int]:
         """Current state of each partition; partitions without one get ``default`` first."""
@@ -308,30 +462,40 @@ class ControllerContext:
         return self.partitions_in_states((state,), topic)
 
     def partitions_in_states(self, states: Iterable[int], topic: str | None = None) -> list[tuple]:
-        wanted = set(states)
+        wanted = np.fromiter(set(states), dtype=np.uint8)
         topics = self.topics.items() if topic is None else [(topic, self.topics[topic])] if topic in self.topics else []
-        return [(t, p) for t, ts in topics for p, s in enumerate(ts.pstate) if s in wanted]
+        out = []
+        for t, ts in topics:
+            if len(ts):
+                out.extend((t, p) for p in np.flatnonzero(np.isin(view_u8(ts.pstate), wanted)).tolist())
+        return out
 
     # --- replica states ---------------------------------------------------------------------
     def replica_state(self, replica: tuple) -> int | None:
         topic, p, r = replica
         ts = self.topics.get(topic)
-        if ts is None or p >= len(ts.replicas):
+        if ts is None or p >= len(ts.rcode):
             return None
-        rids = ts.rids[p]
+        rids = self.pool.tuples[ts.ridcode[p]]
         if r in rids:
-            return ts.rstates[p][rids.index(r)]
+            return ts.rstates[p * ts.rwidth + rids.index(r)]
         return None
+
+    def _add_replica_state(self, ts: TopicState, p: int, rids: tuple, r: int, state: int) -> None:
+        i = len(rids)
+        if i >= ts.rwidth:
+            ts.widen_rstates(i + 1)
+        ts.ridcode[p] = self.pool.code(rids + (r,))
+        ts.rstates[p * ts.rwidth + i] = state
 
     def put_replica_state(self, replica: tuple, state: int) -> None:
         topic, p, r = replica
         ts = self._writable(topic, p)
-        rids = ts.rids[p]
+        rids = self.pool.tuples[ts.ridcode[p]]
         if r in rids:
-            ts.rstates[p][rids.index(r)] = state
+            ts.rstates[p * ts.rwidth + rids.index(r)] = state
         else:
-            ts.rids[p] = self.intern(rids + (r,))
-            ts.rstates[p].append(state)
+            self._add_replica_state(ts, p, rids, r, state)
 
     def replica_states_or_init(self, replicas: list[tuple], default: int) -> list[int]:
         """Current state of each replica; replicas without one get ``default`` first (batched
@@ -339,36 +503,51 @@ class ControllerContext:
         out = []
         append = out.append
         topics = self.topics
+        tuples = self.pool.tuples
         last_topic = None
-        rids_col = rstates_col = None
-        for rep in replicas:
-            topic, p, r = rep
+        ts = None
+        for topic, p, r in replicas:
             if topic is not last_topic:
                 ts = topics.get(topic)
                 if ts is None:
                     ts = topics[topic] = TopicState(topic)
-                last_topic, rids_col, rstates_col = topic, ts.rids, ts.rstates
-            if p >= len(rids_col):
+                last_topic = topic
+            if p >= len(ts.rcode):
                 ts.extend_to(p + 1)
-            rids = rids_col[p]
+            rids = tuples[ts.ridcode[p]]
             if r in rids:
-                append(rstates_col[p][rids.index(r)])
+                append(ts.rstates[p * ts.rwidth + rids.index(r)])
             else:
-                rids_col[p] = self.intern(rids + (r,))
-                rstates_col[p].append(default)
+                self._add_replica_state(ts, p, rids, r, default)
                 append(default)
         return out
 
     def put_replica_states(self, replicas: list[tuple], state: int) -> None:
         """``put_replica_state`` for many replicas that already have a state."""
         topics = self.topics
+        tuples = self.pool.tuples
         last_topic = None
-        rids_col = rstates_col = None
+        ts = None
         for topic, p, r in replicas:
             if topic is not last_topic:
                 ts = topics[topic]
-                last_topic, rids_col, rstates_col = topic, ts.rids, ts.rstates
-            rstates_col[p][rids_col[p].index(r)] = state
+                last_topic = topic
+            ts.rstates[p * ts.rwidth + tuples[ts.ridcode[p]].index(r)] = state
+
+    def replica_state_columns(self, ts: TopicState, parts: np.ndarray, replica: int) -> np.ndarray:
+        """For partitions ``parts`` of one topic: the column of ``replica`` in each row of replica states,
+        -1 where it has none (the batch form of the lookup in ``replica_state``)."""
+        rows = self.pool.matrix()[view_i32(ts.ridcode)[parts]]
+        hit = rows == replica
+        return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+
+    def partition_replica_states(self, tp: tuple) -> dict[int, int]:
+        """replica -> state of every replica of the partition that has one, in the order they got it."""
+        ts = self.topics.get(tp[0])
+        if ts is None or tp[1] >= len(ts.rcode):
+            return {}
+        base = tp[1] * ts.rwidth
+        return {r: ts.rstates[base + i] for i, r in enumerate(self.pool.tuples[ts.ridcode[tp[1]]])}
 
     def put_replica_state_if_not_exists(self, replica: tuple, state: int) -> None:
         if self.replica_state(replica) is None:
@@ -377,49 +556,61 @@ class ControllerContext:
     def remove_replica_state(self, replica: tuple) -> None:
         topic, p, r = replica
         ts = self.topics.get(topic)
-        if ts is None or p >= len(ts.replicas):
+        if ts is None or p >= len(ts.rcode):
             return
-        rids = ts.rids[p]
+        rids = self.pool.tuples[ts.ridcode[p]]
         if r in rids:
             i = rids.index(r)
-            ts.rids[p] = self.intern(rids[:i] + rids[i + 1:])
-            del ts.rstates[p][i]
+            ts.ridcode[p] = self.pool.code(rids[:i] + rids[i + 1:])
+            base = p * ts.rwidth
+            row = ts.rstates[base:base + ts.rwidth]
+            ts.rstates[base:base + ts.rwidth] = row[:i] + row[i + 1:] + b"\x00"
+
+    def _replica_rows(self, ts: TopicState):
+        tuples, rstates, w = self.pool.tuples, ts.rstates, ts.rwidth
+        for p, c in enumerate(ts.ridcode):
+            if c:
+                base = p * w
+                for i, r in enumerate(tuples[c]):
+                    yield p, r, rstates[base + i]
 
     def replicas_in_state(self, topic: str, state: int) -> list[tuple]:
         ts = self.topics.get(topic)
         if ts is None:
             return []
-        return [(topic, p, r) for p, rids in enumerate(ts.rids)
-                for r, s in zip(rids, ts.rstates[p]) if s == state]
+        return [(topic, p, r) for p, r, s in self._replica_rows(ts) if s == state]
 
     def replicas_in_states(self, states: Iterable[int]) -> list[tuple]:
         wanted = set(states)
-        return [(topic, p, r) for topic, ts in self.topics.items() for p, rids in enumerate(ts.rids)
-                for r, s in zip(rids, ts.rstates[p]) if s in wanted]
+        return [(topic, p, r) for topic, ts in self.topics.items() for p, r, s in self._replica_rows(ts)
+                if s in wanted]
 
     def are_all_replicas_in_state(self, topic: str, state: int) -> bool:
         ts = self.topics.get(topic)
+        tuples = self.pool.tuples
         return ts is None or all(self.replica_state((topic, p, r)) == state
-                                 for p, replicas in enumerate(ts.replicas) for r in replicas)
+                                 for p, c in enumerate(ts.rcode) for r in tuples[c])
 
     def is_any_replica_in_state(self, topic: str, state: int) -> bool:
         ts = self.topics.get(topic)
+        tuples = self.pool.tuples
         return ts is not None and any(self.replica_state((topic, p, r)) == state
-                                      for p, replicas in enumerate(ts.replicas) for r in replicas)
+                                      for p, c in enumerate(ts.rcode) for r in tuples[c])
 
     # --- leadership ---------------------------------------------------------------------------
     def partition_leadership_info(self, tp: tuple) -> LeaderIsrAndControllerEpoch | None:
         ts = self.topics.get(tp[0])
         p = tp[1]
-        if ts is None or p >= len(ts.replicas) or ts.leader_epoch[p] == NO_EPOCH:
+        if ts is None or p >= len(ts.rcode) or ts.leader_epoch[p] == NO_EPOCH:
             return None
         return LeaderIsrAndControllerEpoch(
-            LeaderAndIsr(ts.leader[p], ts.leader_epoch[p], ts.isr[p], ts.recovery[p], ts.partition_epoch[p]),
+            LeaderAndIsr(ts.leader[p], ts.leader_epoch[p], self.pool.tuples[ts.icode[p]], ts.recovery[p],
+                         ts.partition_epoch[p]),
             ts.state_controller_epoch[p])
 
     def has_leadership_info(self, tp: tuple) -> bool:
         ts = self.topics.get(tp[0])
-        return ts is not None and tp[1] < len(ts.replicas) and ts.leader_epoch[tp[1]] != NO_EPOCH
+        return ts is not None and tp[1] < len(ts.rcode) and ts.leader_epoch[tp[1]] != NO_EPOCH
 
     def has_leadership_info_mask(self, replicas: list[tuple]) -> list[bool]:
         """For each (topic, partition[, replica]): does its partition have cached leadership info?"""
@@ -440,10 +631,10 @@ class ControllerContext:
         partition_leadership_info without building objects, for batch loops."""
         ts = self.topics.get(tp[0])
         p = tp[1]
-        if ts is None or p >= len(ts.replicas) or ts.leader_epoch[p] == NO_EPOCH:
+        if ts is None or p >= len(ts.rcode) or ts.leader_epoch[p] == NO_EPOCH:
             return None
-        return (ts.state_controller_epoch[p], ts.leader[p], ts.leader_epoch[p], ts.isr[p], ts.partition_epoch[p],
-                ts.recovery[p])
+        return (ts.state_controller_epoch[p], ts.leader[p], ts.leader_epoch[p], self.pool.tuples[ts.icode[p]],
+                ts.partition_epoch[p], ts.recovery[p])
 
     def put_partition_leadership_info(self, tp: tuple, info: LeaderIsrAndControllerEpoch) -> None:
         topic, p = tp
@@ -452,16 +643,38 @@ class ControllerContext:
         lai = info.leader_and_isr
         ts.leader[p] = lai.leader
         ts.leader_epoch[p] = lai.leader_epoch
-        ts.isr[p] = self.intern(lai.isr)
+        ts.icode[p] = self.pool.code(tuple(lai.isr))
         ts.recovery[p] = lai.recovery_state
         ts.partition_epoch[p] = lai.partition_epoch
         ts.state_controller_epoch[p] = info.controller_epoch
         self._adjust_imbalance(ts, p, had_preferred)
 
+    def put_leadership_arrays(self, ts: TopicState, parts: np.ndarray, leader: np.ndarray, leader_epoch: np.ndarray,
+                              icodes: np.ndarray, recovery: np.ndarray | int, partition_epoch: np.ndarray,
+                              controller_epoch: int) -> None:
+        """``put_partition_leadership_info`` for partitions ``parts`` (distinct indexes) of one topic, with
+        the preferred-replica imbalance count adjusted as the scalar path does."""
+        counted = ts.name not in self.topics_to_be_deleted
+        if counted:
+            before = self._preferred_mask(ts, parts)
+        views = (view_i32(ts.leader), view_i32(ts.leader_epoch), view_i32(ts.icode), view_u8(ts.recovery),
+                 view_i32(ts.partition_epoch), view_i32(ts.state_controller_epoch))
+        views[0][parts] = leader
+        views[1][parts] = leader_epoch
+        views[2][parts] = icodes
+        views[3][parts] = recovery
+        views[4][parts] = partition_epoch
+        views[5][parts] = controller_epoch
+        del views
+        if counted:
+            after = self._preferred_mask(ts, parts)
+            self.preferred_replica_imbalance_count += (int(np.count_nonzero(before & ~after))
+                                                       - int(np.count_nonzero(after & ~before)))
+
     def partition_leader(self, tp: tuple) -> int:
         """The cached leader, or -1 (no leader or no leadership info)."""
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts.replicas) or ts.leader_epoch[tp[1]] == NO_EPOCH:
+        if ts is None or tp[1] >= len(ts.rcode) or ts.leader_epoch[tp[1]] == NO_EPOCH:
             return NO_LEADER
         return ts.leader[tp[1]]
 
@@ -470,7 +683,7 @@ class ControllerContext:
         if tp[0] in self.topics_to_be_deleted:
             return EPOCH_DURING_DELETE
         ts = self.topics.get(tp[0])
-        if ts is None or tp[1] >= len(ts.replicas):
+        if ts is None or tp[1] >= len(ts.rcode):
             return NO_EPOCH
         return ts.leader_epoch[tp[1]]
 
@@ -479,22 +692,43 @@ class ControllerContext:
                 if (info := self.partition_leadership_info(tp)) is not None}
 
     def partitions_with_leaders(self) -> list[tuple]:
-        return [(t, p) for t, ts in self.topics.items() if t not in self.topics_to_be_deleted
-                for p in range(len(ts)) if ts.leader_epoch[p] != NO_EPOCH]
+        out = []
+        for t, ts in self.topics.items():
+            if t not in self.topics_to_be_deleted and len(ts):
+                out.extend((t, p) for p in np.flatnonzero(view_i32(ts.leader_epoch) != NO_EPOCH).tolist())
+        return out
 
     def partitions_with_offline_leader(self) -> list[tuple]:
-        is_online = self.online_replica_filter()
-        return [(t, p) for t, ts in self.topics.items() if t not in self.topics_to_be_deleted
-                for p in range(len(ts))
-                if ts.leader_epoch[p] != NO_EPOCH and not is_online(ts.leader[p], (t, p))]
+        live = self.live_mask()
+        offline_dirs = {b: s for b, s in self.replicas_on_offline_dirs.items() if s}
+        out = []
+        for t, ts in self.topics.items():
+            if t in self.topics_to_be_deleted or not len(ts):
+                continue
+            leader = view_i32(ts.leader)
+            online = (leader >= 0) & (leader < len(live))
+            online[online] = live[leader[online]]
+            if offline_dirs:
+                for p in np.flatnonzero(online).tolist():
+                    s = offline_dirs.get(leader[p])
+                    if s and (t, p) in s:
+                        online[p] = False
+            out.extend((t, p) for p in np.flatnonzero((view_i32(ts.leader_epoch) != NO_EPOCH) & ~online).tolist())
+        return out
 
     def partition_leaders_on_broker(self, broker_id: int) -> list[tuple]:
-        return [(t, p) for t, ts in self.topics.items() if t not in self.topics_to_be_deleted
-                for p in range(len(ts))
-                if ts.leader_epoch[p] != NO_EPOCH and ts.leader[p] == broker_id and len(ts.replicas[p]) > 1]
+        lengths = self.pool.lengths()
+        out = []
+        for t, ts in self.topics.items():
+            if t in self.topics_to_be_deleted or not len(ts):
+                continue
+            mask = ((view_i32(ts.leader) == broker_id) & (view_i32(ts.leader_epoch) != NO_EPOCH)
+                    & (lengths[view_i32(ts.rcode)] > 1))
+            out.extend((t, p) for p in np.flatnonzero(mask).tolist())
+        return out
 
     def partition_with_leaders_count(self) -> int:
-        return sum(1 for ts in self.topics.values() for e in ts.leader_epoch if e != NO_EPOCH)
+        return sum(int(np.count_nonzero(view_i32(ts.leader_epoch) != NO_EPOCH)) for ts in self.topics.values())
 
     def clear_partition_leadership_info(self) -> None:
         for ts in self.topics.values():
@@ -507,15 +741,26 @@ class ControllerContext:
     def _has_preferred_leader(self, ts: TopicState, p: int) -> bool:
         if ts.leader_epoch[p] == NO_EPOCH:
             return True
-        replicas = ts.replicas[p]
+        replicas = self.pool.tuples[ts.rcode[p]]
         if not replicas:
             return True
         preferred = replicas[0]
         adding = ts.adding.get(p)
         if adding and preferred in adding:
             # A reassignment's adding preferred replica counts as balanced until it joins the ISR.
-            return preferred not in ts.isr[p] or ts.leader[p] == preferred
+            return preferred not in self.pool.tuples[ts.icode[p]] or ts.leader[p] == preferred
         return ts.leader[p] == preferred
+
+    def _preferred_mask(self, ts: TopicState, parts: np.ndarray) -> np.ndarray:
+        """``_has_preferred_leader`` for partitions ``parts`` of one topic."""
+        out = view_i32(ts.leader)[parts] == self.pool.matrix()[view_i32(ts.rcode)[parts], 0]
+        out |= view_i32(ts.leader_epoch)[parts] == NO_EPOCH
+        out |= view_i32(ts.rcode)[parts] == EMPTY_CODE
+        if ts.adding:
+            for i, p in enumerate(parts.tolist()):
+                if p in ts.adding:
+                    out[i] = self._has_preferred_leader(ts, p)
+        return out
 
     def _adjust_imbalance(self, ts: TopicState, p: int, had_preferred: bool) -> None:
         if ts.name in self.topics_to_be_deleted:
@@ -528,17 +773,17 @@ class ControllerContext:
 
     def _recount_imbalance(self) -> None:
         self.preferred_replica_imbalance_count = sum(
-            1 for t, ts in self.topics.items() if t not in self.topics_to_be_deleted
-            for p in range(len(ts)) if not self._has_preferred_leader(ts, p))
+            int(np.count_nonzero(~self._preferred_mask(ts, np.arange(len(ts)))))
+            for t, ts in self.topics.items() if t not in self.topics_to_be_deleted and len(ts))
 
     # --- topic deletion -------------------------------------------------------------------
     def queue_topic_deletion(self, topics: Iterable[str]) -> None:
         for t in topics:
             if t not in self.topics_to_be_deleted:
                 ts = self.topics.get(t)
-                if ts is not None:
-                    self.preferred_replica_imbalance_count -= sum(
-                        1 for p in range(len(ts)) if not self._has_preferred_leader(ts, p))
+                if ts is not None and len(ts):
+                    self.preferred_replica_imbalance_count -= int(
+                        np.count_nonzero(~self._preferred_mask(ts, np.arange(len(ts)))))
                 self.topics_to_be_deleted.add(t)
 
     def begin_topic_deletion(self, topics: Iterable[str]) -> None:
@@ -565,11 +810,16 @@ class ControllerContext:
     # --- snapshots ------------------------------------------------------------------------------
     def to_state(self) -> list:
         """The whole context as plain lists/ints/bytes (msgpack-able), for cluster snapshots."""
-        topics = [[name, list(ts.replicas), sorted(ts.adding.items()), sorted(ts.removing.items()), bytes(ts.pstate),
-                   ts.leader.tolist(), ts.leader_epoch.tolist(), list(ts.isr), ts.partition_epoch.tolist(),
-                   ts.state_controller_epoch.tolist(), bytes(ts.recovery), list(ts.rids),
-                   [bytes(r) for r in ts.rstates]]
-                  for name, ts in self.topics.items()]
+        tuples = self.pool.tuples
+        topics = []
+        for name, ts in self.topics.items():
+            w = ts.rwidth
+            rids = [tuples[c] for c in ts.ridcode]
+            rstates = [bytes(ts.rstates[p * w:p * w + len(r)]) for p, r in enumerate(rids)]
+            topics.append([name, [tuples[c] for c in ts.rcode], sorted(ts.adding.items()),
+                           sorted(ts.removing.items()), bytes(ts.pstate), ts.leader.tolist(),
+                           ts.leader_epoch.tolist(), [tuples[c] for c in ts.icode], ts.partition_epoch.tolist(),
+                           ts.state_controller_epoch.tolist(), bytes(ts.recovery), rids, rstates])
         return [self.epoch, self.epoch_zk_version, sorted(self.live_broker_epochs.items()),
                 sorted(self.shutting_down_broker_ids),
                 sorted([b, sorted(s)] for b, s in self.replicas_on_offline_dirs.items()), topics,
@@ -588,19 +838,22 @@ class ControllerContext:
         self.shutting_down_broker_ids = set(shutting_down)
         self.replicas_on_offline_dirs = {b: {tuple(tp) for tp in s} for b, s in offline_dirs}
         self.topics = {}
+        code = self.pool.code
         for (name, replicas, adding, removing, pstate, leader, leader_epoch, isr, partition_epoch, ctrl_epoch,
              recovery, rids, rstates) in topics:
             ts = self.topics[name] = TopicState(name)
-            ts.replicas = [self.intern(r) for r in replicas]
+            ts.rcode = array("i", [code(tuple(r)) for r in replicas])
             ts.adding = {p: self.intern(r) for p, r in adding}
             ts.removing = {p: self.intern(r) for p, r in removing}
             ts.pstate = bytearray(pstate)
             ts.leader, ts.leader_epoch = array("i", leader), array("i", leader_epoch)
-            ts.isr = [self.intern(r) for r in isr]
+            ts.icode = array("i", [code(tuple(r)) for r in isr])
             ts.partition_epoch, ts.state_controller_epoch = array("i", partition_epoch), array("i", ctrl_epoch)
             ts.recovery = bytearray(recovery)
-            ts.rids = [self.intern(r) for r in rids]
-            ts.rstates = [bytearray(r) for r in rstates]
+            ts.ridcode = array("i", [code(tuple(r)) for r in rids])
+            w = ts.rwidth = max(map(len, rids), default=0)
+            ts.rstates = b"".join(bytes(r).ljust(w, b"\0") for r in rstates)
+            ts.rstates = bytearray(ts.rstates)
         self.topic_configs = {t: dict(c) for t, c in configs}
         self.partitions_being_reassigned = {tuple(tp) for tp in reassigning}
         self.topics_to_be_deleted, self.topics_with_deletion_started = set(to_delete), set(deletion_started)

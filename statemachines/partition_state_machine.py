@@ -127,13 +127,12 @@ class PartitionStateMachine:
         """Online if the cached leader is online, Offline if not, New without leadership info (direct puts)."""
         ctx = self.context
         is_online = ctx.online_replica_filter()
-        for topic, ts in ctx.topics.items():
-            for p in range(len(ts)):
-                if ts.leader_epoch[p] == NO_EPOCH:
-                    state = NEW_PARTITION
-                else:
-                    state = ONLINE_PARTITION if is_online(ts.leader[p], (topic, p)) else OFFLINE_PARTITION
-                ctx.put_partition_state((topic, p), state)
+        for tp in list(ctx.all_partitions()):
+            if not ctx.has_leadership_info(tp):
+                state = NEW_PARTITION
+            else:
+                state = ONLINE_PARTITION if is_online(ctx.partition_leader(tp), tp) else OFFLINE_PARTITION
+            ctx.put_partition_state(tp, state)
 
     def trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
         """Elect leaders for every Offline or New partition (of one topic), topics being deleted excepted."""

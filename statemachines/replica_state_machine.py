@@ -65,11 +65,11 @@ class ReplicaStateMachine:
         """Online replicas start OnlineReplica; the others ReplicaDeletionIneligible (direct puts, no records)."""
         ctx = self.context
         is_online = ctx.online_replica_filter()
-        for topic, ts in ctx.topics.items():
-            for p, replicas in enumerate(ts.replicas):
-                tp = (topic, p)
-                for r in replicas:
-                    ctx.put_replica_state((topic, p, r), ONLINE_REPLICA if is_online(r, tp) else REPLICA_DELETION_INELIGIBLE)
+        for topic in list(ctx.topics):
+            for tp in ctx.partitions_for_topic(topic):
+                for r in ctx.partition_replica_assignment(tp):
+                    ctx.put_replica_state((topic, tp[1], r),
+                                          ONLINE_REPLICA if is_online(r, tp) else REPLICA_DELETION_INELIGIBLE)
 
     # --- transitions ----------------------------------------------------------------------------
     def handle_state_changes(self, replicas: Iterable[tuple], target_state: int) -> None:

@@ -1295,8 +1295,7 @@ def check_fold_agrees(view: ClusterView, controller) -> None:
         if expected != got:
             raise InvariantError(f"{tp}: controller has (state, replicas, leader, leader epoch, isr) {expected}, "
                                  f"fold has {got}")
-        ts = ctx.topic_state(tp[0])
-        replica_states = dict(zip(ts.rids[tp[1]], ts.rstates[tp[1]]))
+        replica_states = ctx.partition_replica_states(tp)
         if replica_states != view.partition_replica_states(*tp):
             raise InvariantError(f"{tp}: controller replica states {replica_states}, fold has "
                                  f"{view.partition_replica_states(*tp)}")

@@ -173,8 +173,7 @@ def assert_fold_agrees(cluster: Cluster) -> None:
                     -1 if info is None else info.leader_and_isr.leader_epoch,
                     () if info is None else tuple(info.leader_and_isr.isr))
         assert (pv.state, pv.replicas, pv.leader, pv.leader_epoch, pv.isr) == expected, tp
-        ts = ctx.topic_state(tp[0])
-        assert dict(zip(ts.rids[tp[1]], ts.rstates[tp[1]])) == view.partition_replica_states(*tp), tp
+        assert ctx.partition_replica_states(tp) == view.partition_replica_states(*tp), tp
 
 
 def lai_recipients(cluster: Cluster, tp: tuple, since: int) -> list[int]:

@@ -173,9 +173,8 @@ class OpsInvariants(Invariants):
             if expected != got:
                 raise InvariantError(f"{tp}: controller has (state, leader, leader epoch, isr[, replicas]) "
                                      f"{expected}, fold has {got}")
-            ts = ctx.topic_state(tp[0])
             # (NonExistentReplica: Kafka's putReplicaStateIfNotExists before a refused transition; no record)
-            replica_states = {r: st for r, st in zip(ts.rids[tp[1]], ts.rstates[tp[1]])
+            replica_states = {r: st for r, st in ctx.partition_replica_states(tp).items()
                               if st != NON_EXISTENT_REPLICA}
             folded_states = view.partition_replica_states(*tp)
             if tp in self.reassigned or tp in self.reverted_adds:
