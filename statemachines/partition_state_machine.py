@@ -98,6 +98,10 @@ class PartitionStateMachine:
     (IBP >= 3.2) makes an unclean leader start RECOVERING, as Kafka 3.7 does.
     """
 
+    # True: transitions on many partitions run as array operations (the batch path); False: one partition
+    # at a time (the reference path). Both write the same records and store bytes (tests/test_batch_differential.py).
+    batch_path = True
+
     def __init__(self, controller_id: int, context, store, batch, journal, *, broker_config: dict | None = None,
                  topic_configs=None, leader_recovery_supported: bool = True, trace_transitions: bool = False):
         self.controller_id = controller_id

@@ -38,6 +38,10 @@ class ReplicaStateMachine:
     successful transition at debug level (Kafka's TRACE lines); the records hold them anyway.
     """
 
+    # True: transitions on many partitions run as array operations (the batch path); False: one partition
+    # at a time (the reference path). Both write the same records and store bytes (tests/test_batch_differential.py).
+    batch_path = True
+
     def __init__(self, controller_id: int, context, store, batch, journal, *, trace_transitions: bool = False):
         self.controller_id = controller_id
         self.context = context
