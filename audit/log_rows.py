@@ -18,6 +18,14 @@ How a log is read
   ``LogRecordError`` (segment, batch position, record offset).
 - Kinds that no audit row needs are dropped right after that check, before any per-record
   work; a batch holding none of the mapped kinds costs only the decode and the check.
+- A columnar batch (``events.columns.ColumnBatch``, one payload element holding many records
+  of one kind as arrays) is checked as a whole (its first offset continues the records before
+  it) and never expanded into records: its rows' columns are built from its arrays (numpy
+  arrays, dictionary-encoded strings, offset/value lists; :class:`Masked` where a value is
+  None), so the Spark reader turns them into Arrow arrays with no Python object per record.
+  All of its rows share one ``position``: the byte where the columnar batch's element starts
+  (``record_at(source, position, seq)`` finds the record). A columnar batch longer than a
+  chunk gives several column sets of at most ``chunk_records`` rows each.
 - Rows are built column by column per kind over chunks of records (:func:`chunk_columns`;
   about a batch at a time here, 64k records for the Spark reader); the same columns become
   AuditRow tuples here and Arrow record batches in the Spark reader, so both readers produce
@@ -43,8 +51,9 @@ Mapping (record kind -> row kind)
   partition -1), so the checks can tell which partitions exist and hold which replicas.
 - ``run_id`` = the log directory as given, normalised (``os.path.normpath``); ``source`` =
   ``os.path.join(run_id, segment file name)``; ``position`` = the byte offset in the segment
-  file where the record's msgpack array starts (records are framed and checksummed per batch;
-  :func:`record_at` finds and verifies the batch around a position); ``seq`` = the record's
+  file where the record's msgpack array starts, or its columnar batch's element (records are
+  framed and checksummed per batch; :func:`record_at` finds and verifies the batch around a
+  position); ``seq`` = the record's
   log offset; ``time_ms`` = its timestamp.
 - ``controller_epoch`` is -1 ("not known") when the record names no controller
   (``controller_id == -1``; the log writes epoch 0 there).
@@ -65,6 +74,7 @@ from operator import itemgetter
 from typing import NamedTuple
 
 import msgpack
+import numpy as np
 
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
@@ -72,6 +82,7 @@ from audit.rows import (
     AuditRow,
 )
 from events import records as R
+from events.columns import COLUMN_KINDS, EXT_COLUMNS, ColumnBatch, ColumnBatchError, DictColumn, ListColumn
 from events.log import list_segments
 from events.segment import (
     BATCH_HEADER, BATCH_HEADER_SIZE, SEGMENT_HEADER_SIZE, Batch, LogCorruptError, LogError, LogNotFoundError,
@@ -79,8 +90,9 @@ from events.segment import (
 )
 
 __all__ = [
-    "CHUNK_RECORDS", "LOCAL_CHUNK_RECORDS", "MAPPED_KINDS", "Chunk", "Const", "ReadStats", "RowError", "SegmentChunks",
-    "SegmentRef", "chunk_columns", "chunk_rows", "discover_segments", "gc_paused", "iter_log_rows",
+    "CHUNK_RECORDS", "LOCAL_CHUNK_RECORDS", "MAPPED_KINDS", "Chunk", "Const", "Masked", "ReadStats", "RowError",
+    "SegmentChunks", "SegmentRef", "chunk_columns", "chunk_rows", "column_values", "discover_segments", "gc_paused",
+    "iter_log_rows",
     "iter_segment_chunks", "read_log_rows", "record_at", "resolve_log_dirs", "segment_row_lists", "segment_rows",
 ]
 
@@ -104,7 +116,7 @@ MAPPED_KINDS: dict[int, str] = {
 }
 
 # Every valid (kind, schema version, field count) of a record.
-_SHAPES = frozenset((code, R.SCHEMA_VERSION, len(cls._fields)) for code, cls in R.KINDS.items())
+_SHAPES = frozenset((code, v, len(cls._fields)) for code, cls in R.KINDS.items() for v in R.READABLE_VERSIONS)
 _ENTITY_NAMES = {R.ENTITY_REPLICA: ENTITY_REPLICA, R.ENTITY_PARTITION: ENTITY_PARTITION}
 _LIST_COLUMNS = (AuditRow._fields.index("isr"), AuditRow._fields.index("replicas"))
 GLOB_MAGIC = re.compile(r"[*?[]")
@@ -225,30 +237,56 @@ class Chunk(NamedTuple):
     ref: SegmentRef
     groups: dict      # kind code -> (positions list, records list), each in log order
     records: int      # records decoded (mapped or not)
+    columnar: tuple = ()  # (position, ColumnBatch) of the mapped kinds' columnar batches, in log order
+
+
+class _ExtHook:
+    """msgpack ext hook: columnar batches decoded as they are met, counted; anything bad marked."""
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, code: int, data: bytes):
+        self.count += 1
+        if code != EXT_COLUMNS:
+            return _BAD
+        try:
+            return ColumnBatch.decode(data)
+        except ColumnBatchError:
+            return _BAD
+
+
+_BAD = object()
 
 
 def _decode_batch(batch: Batch) -> tuple[list, list]:
-    """(positions, records) of a verified batch: records as plain tuples, positions as byte
-    offsets in the segment. Checks every record's shape and offset (LogRecordError)."""
+    """(positions, elements) of a verified batch: records as plain tuples (and columnar batches as
+    ColumnBatch objects), positions as byte offsets in the segment. Checks every record's shape
+    and offset, and that the records (columnar batches counting all of theirs) fill the batch
+    (LogRecordError)."""
     payload = batch.payload
-    n = batch.record_count
     recs: list = []
+    hook = _ExtHook()
     try:
-        unpacker = msgpack.Unpacker(use_list=False, raw=False, max_buffer_size=max(len(payload), 1 << 20))
+        unpacker = msgpack.Unpacker(use_list=False, raw=False, max_buffer_size=max(len(payload), 1 << 20),
+                                    ext_hook=hook)
         unpacker.feed(payload)
-        if unpacker.read_array_header() != n:
-            raise ValueError
+        count = unpacker.read_array_header()
         tell, unpack, keep = unpacker.tell, unpacker.unpack, recs.append
         start = tell()
         # Each record's end position (tell() runs after the unpack in the condition); no
         # per-record tuple is allocated.
-        ends = [tell() for _ in range(n) if keep(unpack()) is None]
+        ends = [tell() for _ in range(count) if keep(unpack()) is None]
         if ends[-1] != len(payload):
             raise ValueError
-        base = batch.base_offset
-        if list(map(_offset_of, recs)) != list(range(base, base + n)) \
-                or not set(zip(map(_kind_of, recs), map(_version_of, recs), map(len, recs))) <= _SHAPES:
-            raise ValueError
+        if hook.count:
+            _check_mixed(batch, recs)
+        else:
+            n, base = batch.record_count, batch.base_offset
+            if count != n or list(map(_offset_of, recs)) != list(range(base, base + n)) \
+                    or not set(zip(map(_kind_of, recs), map(_version_of, recs), map(len, recs))) <= _SHAPES:
+                raise ValueError
     except Exception:  # msgpack errors, a record that is not an array, a bad shape: say exactly what
         batch.records()  # raises LogRecordError naming the batch and the record
         raise LogRecordError(batch.path, batch.position, None,
@@ -256,6 +294,25 @@ def _decode_batch(batch: Batch) -> tuple[list, list]:
     ends.pop()
     ends.insert(0, start)
     return list(map((batch.position + BATCH_HEADER_SIZE).__add__, ends)), recs
+
+
+def _check_mixed(batch: Batch, elements: list) -> None:
+    """The checks of _decode_batch for a payload holding columnar batches (ValueError)."""
+    rows = []
+    expected = batch.base_offset
+    for e in elements:
+        if type(e) is ColumnBatch:
+            if e.first_offset != expected:
+                raise ValueError
+            expected += e.n
+        else:
+            if e is _BAD or type(e) is not tuple or len(e) < R.HEADER_LEN or e[2] != expected:
+                raise ValueError
+            rows.append(e)
+            expected += 1
+    if expected != batch.end_offset \
+            or not set(zip(map(_kind_of, rows), map(_version_of, rows), map(len, rows))) <= _SHAPES:
+        raise ValueError
 
 
 class _Scan:
@@ -272,6 +329,7 @@ class _Scan:
 
 def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | None:
     groups: dict = {}
+    columnar: list = []
     pending = 0
     scan, kinds = state.scan, state.kinds
     if state.error is not None:
@@ -290,9 +348,13 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
             break
         state.batches += 1
         state.nbytes += BATCH_HEADER_SIZE + len(batch.payload)
+        pending += batch.record_count
+        if len(recs) != batch.record_count:   # columnar batches: their columns, not their records
+            recs = _take_columnar(positions, recs, columnar, kinds, chunk_records)
+            positions = [positions[i] for i, r in enumerate(recs) if r is not None]
+            recs = [r for r in recs if r is not None]
         present = Counter(map(_kind_of, recs))
         kinds.update(present)
-        pending += len(recs)
         wanted = [k for k in present if k in MAPPED_KINDS]
         if len(wanted) == 1 and len(present) == 1:
             _extend(groups, wanted[0], positions, recs)
@@ -300,7 +362,20 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
             for k in wanted:
                 picked = [i for i, r in enumerate(recs) if r[0] == k]
                 _extend(groups, k, map(positions.__getitem__, picked), map(recs.__getitem__, picked))
-    return Chunk(ref, groups, pending) if pending else None
+    return Chunk(ref, groups, pending, tuple(columnar)) if pending else None
+
+
+def _take_columnar(positions: list, elements: list, columnar: list, kinds: Counter, chunk_records: int) -> list:
+    """Move the columnar batches out of ``elements`` (left None there): those of mapped kinds
+    into ``columnar`` as (position, batch) in slices of at most ``chunk_records`` records."""
+    out = list(elements)
+    for i, e in enumerate(elements):
+        if type(e) is ColumnBatch:
+            out[i] = None
+            kinds[e.kind] += e.n
+            if e.kind in MAPPED_KINDS:
+                columnar.extend((positions[i], e.slice(s, s + chunk_records)) for s in range(0, e.n, chunk_records))
+    return out
 
 
 class SegmentChunks:
@@ -484,6 +559,104 @@ def _topics_created(ref, positions, recs):
         _NONE, c[7], partitions, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, replicas, _NONE, _NONE]
 
 
+# -- the same columns from columnar batches: numpy arrays, no Python object per record ----------
+
+class Masked(NamedTuple):
+    """A column of ``values`` (a numpy array or a ListColumn) that is None where ``valid`` is False."""
+    values: object
+    valid: np.ndarray
+
+
+def column_values(column) -> list:
+    """A non-Const column as a list of Python values (lists for int tuples, None where masked)."""
+    if isinstance(column, np.ndarray):
+        return column.tolist()
+    if isinstance(column, DictColumn):
+        return column.values()
+    if isinstance(column, ListColumn):
+        flat = column.values.tolist()
+        offsets = column.offsets.tolist()
+        return list(map(flat.__getitem__, map(slice, offsets[:-1], offsets[1:])))
+    if isinstance(column, Masked):
+        return [v if ok else None for v, ok in zip(column_values(column.values), column.valid.tolist())]
+    return column
+
+
+def _masked(values, valid: np.ndarray):
+    return values if valid.all() else Masked(values, valid)
+
+
+def _columnar_header(ref: SegmentRef, kind: str, position: int, b: ColumnBatch) -> list:
+    """run_id .. time_ms of a columnar batch's rows: everything but ``seq`` is shared."""
+    epoch = -1 if b.controller_id == -1 else b.controller_epoch
+    return [Const(ref.run_id), Const(ref.path), Const(position), np.arange(b.first_offset, b.end_offset, dtype=np.int64),
+            Const(kind), Const(b.controller_id), Const(epoch), Const(b.timestamp_ms)]
+
+
+def _columnar_replica_transitions(ref, position, b):
+    c = b.column
+    return _columnar_header(ref, REPLICA_TRANSITION, position, b) + [
+        Const(ENTITY_REPLICA), c("topic"), c("partition"), c("replica"), c("from_state"), c("to_state"),
+        _NONE, _NONE, _NONE, _NONE, _NONE, _NONE]
+
+
+def _columnar_partition_transitions(ref, position, b):
+    c = b.column
+    leader, leader_epoch, isr = c("leader"), c("leader_epoch"), c("isr")
+    known = leader_epoch != -1   # no leadership information yet: not known, rather than NoLeader
+    election = c("election")
+    unclean = _masked(election == R.ELECTION_OFFLINE_UNCLEAN, election != R.ELECTION_NONE)
+    return _columnar_header(ref, PARTITION_TRANSITION, position, b) + [
+        Const(ENTITY_PARTITION), c("topic"), c("partition"), _MINUS_ONE, c("from_state"), c("to_state"),
+        _masked(leader, known), _masked(leader_epoch, known), _masked(isr, known), c("replicas"), unclean, _NONE]
+
+
+_ENTITY_DICTIONARY = tuple(_ENTITY_NAMES[k] for k in sorted(_ENTITY_NAMES))
+assert sorted(_ENTITY_NAMES) == list(range(len(_ENTITY_NAMES)))
+
+
+def _columnar_transition_failures(ref, position, b):
+    c = b.column
+    entity = c("entity")
+    bad = np.flatnonzero((entity < 0) | (entity >= len(_ENTITY_DICTIONARY)))
+    if bad.size:
+        i = int(bad[0])
+        raise RowError(ref.file, position, b.first_offset + i,
+                       f"TransitionFailed names entity {int(entity[i])!r}, expected "
+                       f"{R.ENTITY_REPLICA} (replica) or {R.ENTITY_PARTITION} (partition)")
+    return _columnar_header(ref, TRANSITION_FAILED, position, b) + [
+        DictColumn(_ENTITY_DICTIONARY, entity.astype(np.int32)), c("topic"), c("partition"), c("replica"),
+        c("from_state"), c("to_state"), _NONE, _NONE, _NONE, _NONE, _NONE, c("error")]
+
+
+def _columnar_leader_and_isr_updates(ref, position, b):
+    c = b.column
+    return _columnar_header(ref, LEADER_AND_ISR_UPDATED, position, b) + [
+        _NONE, c("topic"), c("partition"), c("replica"), _NONE, _NONE, c("leader"), c("leader_epoch"), c("isr"),
+        _NONE, _NONE, _NONE]
+
+
+def _columnar_topic_level(kind: str, has_topic: bool = True):
+    def build(ref, position, b):
+        topic = b.column("topic") if has_topic else _NONE
+        return _columnar_header(ref, kind, position, b) + [
+            _NONE, topic, _MINUS_ONE, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE, _NONE]
+    return build
+
+
+_COLUMNAR_BUILDERS = {
+    R.ReplicaTransition.KIND: _columnar_replica_transitions,
+    R.PartitionTransition.KIND: _columnar_partition_transitions,
+    R.TransitionFailed.KIND: _columnar_transition_failures,
+    R.LeaderAndIsrUpdated.KIND: _columnar_leader_and_isr_updates,
+    R.ControllerElected.KIND: _columnar_topic_level(CONTROLLER_ELECTED, has_topic=False),
+    R.TopicDeletionRequested.KIND: _columnar_topic_level(TOPIC_DELETION_REQUESTED),
+    R.TopicDeletionCompleted.KIND: _columnar_topic_level(TOPIC_DELETION_COMPLETED),
+}
+# TopicCreated and PartitionsAdded have no columnar form (nested assignments).
+assert set(_COLUMNAR_BUILDERS) == {k for k in MAPPED_KINDS if k in COLUMN_KINDS}
+
+
 _BUILDERS = {
     R.ReplicaTransition.KIND: _replica_transitions,
     R.PartitionTransition.KIND: _partition_transitions,
@@ -499,19 +672,28 @@ assert set(_BUILDERS) == set(MAPPED_KINDS)
 
 
 def chunk_columns(chunk: Chunk) -> list[tuple[int, list]]:
-    """Per record kind in the chunk: (row count, the 20 AuditRow columns). A column is a
-    :class:`Const` or a sequence of values (``isr``/``replicas`` values may be tuples or lists)."""
+    """Per record kind in the chunk, and per columnar batch (slice): (row count, the 20 AuditRow
+    columns). A column is a :class:`Const`, a sequence of values (``isr``/``replicas`` values may
+    be tuples or lists) or, from a columnar batch, a numpy array, an ``events.columns``
+    DictColumn (strings) or ListColumn (int lists), or a :class:`Masked` one of these
+    (:func:`column_values` turns any of them into Python values)."""
     out = []
     for kind, (positions, recs) in chunk.groups.items():
         columns = _BUILDERS[kind](chunk.ref, positions, recs)
         out.append((len(columns[2]), columns))
+    for position, batch in chunk.columnar:
+        out.append((batch.n, _COLUMNAR_BUILDERS[batch.kind](chunk.ref, position, batch)))
     return out
 
 
+_SEQUENCES = (list, tuple)
+
+
 def _rows_of(n: int, columns: list) -> list[AuditRow]:
-    seqs = [repeat(c.value, n) if type(c) is Const else c for c in columns]
+    seqs = [repeat(c.value, n) if type(c) is Const else c if type(c) in _SEQUENCES else column_values(c)
+            for c in columns]
     for i in _LIST_COLUMNS:
-        if type(columns[i]) is not Const:
+        if type(columns[i]) in _SEQUENCES:
             seqs[i] = [v if v is None or type(v) is list else list(v) for v in columns[i]]
     return list(map(_new_row, zip(*seqs)))
 
@@ -586,13 +768,15 @@ def read_log_rows(paths: str | os.PathLike | Iterable[str | os.PathLike],
 # Going back to a record
 # ---------------------------------------------------------------------------------------------
 
-def record_at(path: str | os.PathLike, position: int):
+def record_at(path: str | os.PathLike, position: int, seq: int | None = None):
     """The record (an ``events.records`` object) whose msgpack array starts at byte ``position``
     of segment ``path``: the ``source`` and ``position`` of an AuditRow.
 
+    The records of a columnar batch share the position where the batch's element starts; there
+    ``seq`` (the row's ``seq``, the record's offset) picks one (default: the batch's first).
     Walks the segment's batch headers to the batch holding ``position``, verifies its
     checksums and decodes it. Raises LogCorruptError on damage on the way, and LogError if no
-    record starts at ``position``.
+    record starts at ``position`` (or ``seq`` is not in the columnar batch there).
     """
     path = os.fspath(path)
     with open(path, "rb") as f:
@@ -612,9 +796,16 @@ def record_at(path: str | os.PathLike, position: int):
                 batch = Batch(path, pos, base, count, first_ts, last_ts, payload)
                 positions, _ = _decode_batch(batch)
                 try:
-                    return batch.records()[positions.index(position)]
+                    element = batch.elements()[positions.index(position)]
                 except ValueError:
                     break
+                if type(element) is not ColumnBatch:
+                    return element
+                i = 0 if seq is None else seq - element.first_offset
+                if 0 <= i < element.n:
+                    return element.slice(i, i + 1).records()[0]
+                raise LogError(f"event log segment {path}: the columnar batch at byte {position} holds offsets "
+                               f"{element.first_offset}..{element.end_offset - 1}, not {seq}")
             pos = end
     raise LogError(f"event log segment {path}: no record starts at byte {position}")
 

@@ -16,6 +16,8 @@ one input partition per segment file; a task decodes its segment's batches with
 :mod:`audit.log_rows` (the in-process reader: same checks, same errors, same rows) and hands
 them to Spark as Arrow record batches in :func:`audit.rows.arrow_schema`, about
 ``batchRows`` (default 65536) records at a time, without going through Python row objects.
+The rows of columnar batches (``events.columns``) go from their arrays to Arrow arrays with
+no Python object per record at all.
 
 Options
 - ``path`` (what ``load(path)`` sets) or ``paths`` (a JSON list; what ``load([...])`` sets):
@@ -45,9 +47,11 @@ import os
 from collections.abc import Iterable, Iterator
 
 from audit.log_rows import (
-    CHUNK_RECORDS, Const, RowError, SegmentRef, chunk_columns, discover_segments, gc_paused, iter_segment_chunks,
+    CHUNK_RECORDS, Const, Masked, RowError, SegmentRef, chunk_columns, column_values, discover_segments, gc_paused,
+    iter_segment_chunks,
 )
 from audit.rows import SPARK_DDL, arrow_schema
+from events.columns import DictColumn, ListColumn
 from audit.spark_session import local_workers_run_this_python, ship_packages
 
 try:  # pyspark is only needed to run on Spark; the Arrow conversion below works without it
@@ -95,24 +99,39 @@ def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS) -> Iterat
 
 def _misfit(ref: SegmentRef, columns: list, schema, exc: Exception, pa) -> RowError:
     """The error for the first row whose value does not fit its Arrow column."""
+    def at(column, i):
+        return column.value if type(column) is Const else column_values(column)[i]
     for column, f in zip(columns, schema):
         if type(column) is Const:
             continue
-        for i, value in enumerate(column):
+        for i, value in enumerate(column_values(column)):
             try:
                 pa.array([value], type=f.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as row_exc:
-                return RowError(ref.file, columns[2][i], columns[3][i], f"{f.name} value {value!r:.100} does not "
-                                f"fit the audit row column ({f.type}): {row_exc}")
-    return RowError(ref.file, columns[2][0], None, f"the records do not fit the audit row schema: {exc}")
+                return RowError(ref.file, at(columns[2], i), at(columns[3], i), f"{f.name} value {value!r:.100} "
+                                f"does not fit the audit row column ({f.type}): {row_exc}")
+    return RowError(ref.file, at(columns[2], 0), None, f"the records do not fit the audit row schema: {exc}")
 
 
-def _arrow_column(column, n: int, type_, pa):
-    if type(column) is Const:
+def _arrow_column(column, n: int, type_, pa, mask=None):
+    """One Arrow column of a batch from a column of :func:`audit.log_rows.chunk_columns`; the
+    columns of columnar batches (numpy arrays, dictionaries, offset/value lists) without a
+    Python object per row. ``mask``: True where the value is None."""
+    kind = type(column)
+    if kind is Const:
         if column.value is None:
             return pa.nulls(n, type_)
         return pa.repeat(pa.scalar(column.value, type=type_), n)
-    return pa.array(column, type=type_)
+    if kind is Masked:
+        return _arrow_column(column.values, n, type_, pa, ~column.valid)
+    if kind is DictColumn:
+        return pa.array(column.dictionary, type_).take(pa.array(column.codes, pa.int32(), mask=mask))
+    if kind is ListColumn:
+        values = pa.array(column.values, type_.value_type)
+        offsets = pa.array(column.offsets, pa.int32())
+        return pa.ListArray.from_arrays(offsets, values, type=type_,
+                                        mask=None if mask is None else pa.array(mask, pa.bool_()))
+    return pa.array(column, type=type_, mask=mask)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,8 +1,15 @@
-"""The msgpack codec: a batch of records <-> one msgpack array of positional arrays.
+"""The msgpack codec: a batch of records <-> one msgpack array of positional arrays and columnar batches.
 
-A batch payload is ``msgpack(array of records)``; each record is the array of its fields in
-declaration order (see :mod:`events.records`). Positional arrays, not maps: they decode
-several times faster and are what the Spark reader turns into columns.
+A batch payload is ``msgpack(array of elements)``. An element is either one record, the array
+of its fields in declaration order (see :mod:`events.records`), or (schema version 2) a
+columnar batch of many records of one kind: a msgpack ext of type
+:data:`events.columns.EXT_COLUMNS` (see :mod:`events.columns`). Positional arrays, not maps:
+they decode several times faster and are what the Spark reader turns into columns.
+
+``decode_batch`` and ``decode_raw`` expand columnar batches into their records, so their
+callers see one record per offset whatever the writer chose; ``decode_elements`` keeps them
+as :class:`events.columns.ColumnBatch` objects. numpy (and :mod:`events.columns`) is imported
+only when a payload holds a columnar batch.
 """
 from __future__ import annotations
 
@@ -10,7 +17,9 @@ from collections.abc import Iterable, Sequence
 
 import msgpack
 
-from events.records import HEADER_LEN, KINDS, SCHEMA_VERSION
+from events.records import HEADER_LEN, KINDS, READABLE_VERSIONS, SCHEMA_VERSION
+
+EXT_COLUMNS = 1  # = events.columns.EXT_COLUMNS (not imported from there: that would import numpy)
 
 
 class RecordDecodeError(ValueError):
@@ -26,37 +35,149 @@ _TABLE = {code: (cls, len(cls._fields)) for code, cls in KINDS.items()}
 _new = tuple.__new__
 
 
-def encode_batch(records: Sequence[tuple]) -> bytes:
-    """Encode records (any tuples laid out as in events.records) as one msgpack payload."""
-    return msgpack.packb(records if isinstance(records, list) else list(records), use_bin_type=True)
+def _columns():
+    from events import columns
+    return columns
 
 
-def decode_raw(payload: bytes) -> tuple:
-    """Decode a payload to plain tuples (no record classes, no validation): the fast path for bulk readers."""
+def _encode_element(obj):
+    columns = _columns()
+    if type(obj) is columns.ColumnBatch:
+        return obj.encode()
+    raise TypeError(f"cannot encode {type(obj).__name__} in a batch payload: expected record tuples or ColumnBatch")
+
+
+def encode_batch(records: Sequence) -> bytes:
+    """Encode elements — records (any tuples laid out as in events.records) and
+    :class:`events.columns.ColumnBatch` objects — as one msgpack payload."""
+    return msgpack.packb(records if isinstance(records, list) else list(records), use_bin_type=True,
+                         default=_encode_element)
+
+
+class _BadElement:
+    """What the ext hook returns for an ext that is not a valid columnar batch (reported with its index)."""
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+class _ExtHook:
+    """Decodes columnar batches as msgpack meets them and counts them (0: the payload has none)."""
+    __slots__ = ("count",)
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, code: int, data: bytes):
+        self.count += 1
+        columns = _columns()
+        if code != EXT_COLUMNS:
+            return _BadElement(f"msgpack ext type {code} is not a columnar batch (ext type {EXT_COLUMNS})")
+        try:
+            return columns.ColumnBatch.decode(data)
+        except columns.ColumnBatchError as exc:
+            return _BadElement(str(exc))
+
+
+def _unpack(payload: bytes) -> tuple[tuple, int]:
+    hook = _ExtHook()
     try:
-        arrays = msgpack.unpackb(payload, use_list=False, raw=False)
+        arrays = msgpack.unpackb(payload, use_list=False, raw=False, ext_hook=hook)
     except Exception as exc:  # msgpack raises several unrelated types
         raise RecordDecodeError(f"payload is not valid msgpack: {exc}") from exc
     if not isinstance(arrays, tuple):
         raise RecordDecodeError(f"payload is a msgpack {type(arrays).__name__}, expected an array of records")
-    return arrays
+    return arrays, hook.count
+
+
+def _bad_columnar(element: _BadElement, index: int) -> RecordDecodeError:
+    return RecordDecodeError(f"record #{index} starts a columnar batch that does not decode: {element.reason}", index)
+
+
+def decode_raw(payload: bytes) -> tuple:
+    """Decode a payload to plain tuples (no record classes, no validation of row records; columnar
+    batches are validated and expanded): the fast path for bulk readers."""
+    arrays, columnar = _unpack(payload)
+    if not columnar:
+        return arrays
+    batch_type = _columns().ColumnBatch
+    out = []
+    for a in arrays:
+        if type(a) is batch_type:
+            out.extend(a.raw_records())
+        elif type(a) is _BadElement:
+            raise _bad_columnar(a, len(out))
+        else:
+            out.append(a)
+    return tuple(out)
 
 
 def decode_batch(payload: bytes) -> list:
-    """Decode a payload into record objects, checking kind, schema version and field count."""
-    arrays = decode_raw(payload)
+    """Decode a payload into record objects, checking kind, schema version and field count;
+    columnar batches are expanded into their records."""
+    arrays, columnar = _unpack(payload)
+    if columnar:
+        return _decode_mixed(arrays)
     table = _TABLE
+    versions = READABLE_VERSIONS
     out = []
     append = out.append
     for i, a in enumerate(arrays):
         try:
             cls, n = table[a[0]]
-            ok = len(a) == n and a[1] == SCHEMA_VERSION
+            ok = len(a) == n and a[1] in versions
         except (KeyError, TypeError, IndexError):
             ok = False
         if not ok:
             _raise_bad_record(a, i)
         append(_new(cls, a))
+    return out
+
+
+def decode_elements(payload: bytes) -> list:
+    """Decode a payload into its elements: record objects (checked as by :func:`decode_batch`) and
+    :class:`events.columns.ColumnBatch` objects, not expanded. A RecordDecodeError's ``index`` is
+    the record index (columnar batches count all their records)."""
+    arrays, columnar = _unpack(payload)
+    if not columnar:
+        return [_checked(a, i) for i, a in enumerate(arrays)]
+    batch_type = _columns().ColumnBatch
+    out = []
+    index = 0
+    for a in arrays:
+        if type(a) is batch_type:
+            out.append(a)
+            index += len(a)
+        elif type(a) is _BadElement:
+            raise _bad_columnar(a, index)
+        else:
+            out.append(_checked(a, index))
+            index += 1
+    return out
+
+
+def _checked(a, index: int):
+    try:
+        cls, n = _TABLE[a[0]]
+        ok = len(a) == n and a[1] in READABLE_VERSIONS
+    except (KeyError, TypeError, IndexError):
+        ok = False
+    if not ok:
+        _raise_bad_record(a, index)
+    return _new(cls, a)
+
+
+def _decode_mixed(arrays: tuple) -> list:
+    batch_type = _columns().ColumnBatch
+    out = []
+    for a in arrays:
+        if type(a) is batch_type:
+            out.extend(a.records())
+        elif type(a) is _BadElement:
+            raise _bad_columnar(a, len(out))
+        else:
+            out.append(_checked(a, len(out)))
     return out
 
 
@@ -71,10 +192,14 @@ def _raise_bad_record(a, index: int) -> None:
     if not known:
         raise RecordDecodeError(f"record #{index} has unknown kind {kind!r}", index)
     cls, n = _TABLE[kind]
-    if version != SCHEMA_VERSION:
+    try:
+        readable = version in READABLE_VERSIONS
+    except TypeError:
+        readable = False
+    if not readable:
         raise RecordDecodeError(
-            f"record #{index} ({cls.__name__}) has schema version {version!r}; this reader knows version {SCHEMA_VERSION}",
-            index)
+            f"record #{index} ({cls.__name__}) has schema version {version!r}; this reader knows versions "
+            f"{', '.join(map(str, sorted(READABLE_VERSIONS)))} (writes {SCHEMA_VERSION})", index)
     raise RecordDecodeError(f"record #{index} ({cls.__name__}) has {len(a)} fields, expected {n}", index)
 
 

@@ -19,17 +19,28 @@ class Journal:
 
     ``sink`` receives each record as it is emitted (``LogWriter.append``, ``list.append``, ...).
     With no sink the records are kept in ``self.records``.
+
+    ``column_sink`` (optional; also a settable attribute) receives the
+    :class:`events.columns.ColumnBatch` objects :meth:`emit_columns` builds, e.g.
+    ``LogWriter.append_columns``. The contract: it must deliver into the same stream as
+    ``sink``, in call order (a record emitted after a columnar batch follows that batch's
+    records), and it must not need the records one by one. Without a column sink, every
+    columnar batch is expanded into its records and each is handed to ``sink`` in offset
+    order, so a sink that knows nothing of columns (a list, the cluster view fold, a replay
+    comparison) receives exactly the records it would have received from :meth:`emit_rows`.
     """
 
     __slots__ = ("_sink", "records", "next_offset", "controller_id", "controller_epoch", "now_ms",
-                 "cause_offset", "_header")
+                 "cause_offset", "_header", "column_sink")
 
-    def __init__(self, sink: Callable[[tuple], object] | None = None, *, next_offset: int = 0):
+    def __init__(self, sink: Callable[[tuple], object] | None = None, *, next_offset: int = 0,
+                 column_sink: Callable[[object], object] | None = None):
         self.records: list | None = None
         if sink is None:
             self.records = []
             sink = self.records.append
         self._sink = sink
+        self.column_sink = column_sink
         self.next_offset = next_offset
         self.controller_id = -1
         self.controller_epoch = 0
@@ -85,6 +96,33 @@ class Journal:
             sink(_new(cls, head + (off,) + header + body))
             off += 1
         self.next_offset = off
+
+    def emit_columns(self, cls, n: int | None = None, **columns):
+        """Append ``n`` output records of kind ``cls`` caused by the current input, given as one
+        column per body field (see :meth:`events.columns.ColumnBatch.from_columns`: numpy
+        arrays, lists, a DictColumn for strings, a ListColumn or a list of tuples for int
+        tuples; ``n`` only for kinds without body fields).
+
+        Reserves ``n`` consecutive offsets and stamps the current header on all of them. The
+        :class:`events.columns.ColumnBatch` goes to :attr:`column_sink` if one is set;
+        otherwise its records go to the record sink one by one, in offset order (see the class
+        docstring). Returns the batch. Nothing is reserved or emitted if the columns are invalid
+        (ColumnBatchError) or empty.
+        """
+        from events.columns import ColumnBatch
+        batch = ColumnBatch.from_columns(cls, self.next_offset, self._header, n, **columns)
+        if not batch.n:
+            return batch
+        self.next_offset += batch.n
+        if self.column_sink is not None:
+            self.column_sink(batch)
+        elif self.records is not None and self._sink == self.records.append:
+            self.records.extend(batch.records())
+        else:
+            sink = self._sink
+            for record in batch.records():
+                sink(record)
+        return batch
 
     def reserve(self, n: int) -> tuple[int, tuple, Callable[[tuple], object]]:
         """Claim ``n`` consecutive offsets for records the caller builds itself in a tight loop.

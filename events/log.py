@@ -121,6 +121,44 @@ class LogReader:
                 records = records[start_offset - batch.base_offset:]
             yield records
 
+    def column_batches(self, start_offset: int = 0) -> Iterator:
+        """Yield the log's elements with offsets >= ``start_offset`` as they are stored: a
+        :class:`events.columns.ColumnBatch` for each columnar batch (not expanded; one that
+        straddles ``start_offset`` is sliced to start there) and a record object for each row
+        record, in offset order."""
+        for batch in self.iter_batches(start_offset):
+            elements = batch.elements()
+            if batch.base_offset < start_offset:
+                elements = _elements_from(elements, start_offset)
+            yield from elements
+
+    def iter_arrow(self, kind, start_offset: int = 0) -> Iterator:
+        """Yield ``pyarrow.RecordBatch`` objects of the records of ``kind`` (a kind code or a record
+        class with a columnar form) with offsets >= ``start_offset``, in offset order, in
+        :func:`events.columns.arrow_schema`: one per columnar batch of that kind (built from its
+        arrays, no Python object per record) and one per run of row records of that kind in a
+        stored batch."""
+        from events.columns import ColumnBatch, arrow_schema, records_to_arrow
+        from events.records import KINDS
+        cls = KINDS[kind] if isinstance(kind, int) else kind
+        arrow_schema(cls)  # TypeError now for a kind with no columnar form
+        for batch in self.iter_batches(start_offset):
+            elements = batch.elements()
+            if batch.base_offset < start_offset:
+                elements = _elements_from(elements, start_offset)
+            rows: list = []
+            for e in elements:
+                if type(e) is ColumnBatch:
+                    if e.cls is cls:
+                        if rows:
+                            yield records_to_arrow(cls, rows)
+                            rows = []
+                        yield e.to_arrow()
+                elif type(e) is cls:
+                    rows.append(e)
+            if rows:
+                yield records_to_arrow(cls, rows)
+
     def verify(self) -> int:
         """Read and checksum-verify the whole log without decoding records; return its end offset."""
         for _ in self.iter_batches():
@@ -142,6 +180,18 @@ class LogReader:
         if self._end_offset is None:
             self.verify()
         return self._torn_tail
+
+
+def _elements_from(elements: list, start_offset: int) -> list:
+    """The elements at or after ``start_offset`` (a columnar batch that straddles it sliced)."""
+    out = []
+    for e in elements:
+        if isinstance(e, tuple):
+            if e[2] >= start_offset:
+                out.append(e)
+        elif e.end_offset > start_offset:
+            out.append(e.slice(start_offset - e.first_offset) if e.first_offset < start_offset else e)
+    return out
 
 
 def read_log(directory: str | os.PathLike) -> list:
@@ -199,8 +249,10 @@ class LogWriter:
     Opening verifies every segment (raising LogCorruptError on damage, without touching any
     file) and truncates a torn tail of the last segment, reported in :attr:`recovery`.
     Records must carry consecutive offsets starting at :attr:`next_offset`; they are buffered
-    and written ``batch_records`` at a time, one ``os.write`` per batch. If writing a batch
-    fails, the writer refuses further use: reopen the log, which recovers the tail.
+    and written ``batch_records`` at a time, one ``os.write`` per batch. A columnar batch
+    (:meth:`append_columns`) is buffered with them as one element and never split: the batch
+    it completes may hold more than ``batch_records`` records. If writing a batch fails, the
+    writer refuses further use: reopen the log, which recovers the tail.
     """
 
     def __init__(self, directory: str | os.PathLike, *, fsync: FsyncPolicy = FsyncPolicy.per_batch(),
@@ -225,6 +277,9 @@ class LogWriter:
         self._segment_bytes = segment_bytes
         self._batch_records = batch_records
         self._buffer: list = []
+        # len(self._buffer) >= self._limit <=> the buffer holds >= batch_records records (a
+        # buffered columnar batch of n records lowers the limit by n - 1).
+        self._limit = batch_records
         self._fd: int | None = None
         self._dir_fd: int | None = None
         self._segment_path = ""
@@ -272,9 +327,33 @@ class LogWriter:
         self._next += 1
         buffer = self._buffer
         buffer.append(record)
-        if len(buffer) >= self._batch_records:
-            self._buffer = []
-            self._write_batch(buffer)
+        if len(buffer) >= self._limit:
+            self._write_buffer()
+
+    def append_columns(self, batch) -> None:
+        """Buffer a :class:`events.columns.ColumnBatch` as one element of the next written batch.
+
+        Its ``first_offset`` must be :attr:`next_offset` (ValueError otherwise, and nothing is
+        appended); afterwards :attr:`next_offset` is past its records. It shares a written batch
+        with the row records buffered before and after it, and is written (with them) once the
+        buffer holds ``batch_records`` records or more. A batch of no records is ignored.
+        """
+        if not self._usable:
+            self._check_usable()
+        from events.columns import ColumnBatch
+        if type(batch) is not ColumnBatch:
+            raise TypeError(f"append_columns() takes a ColumnBatch, got {type(batch).__name__}")
+        if batch.first_offset != self._next:
+            raise ValueError(f"columnar batch has first offset {batch.first_offset!r}, expected {self._next} "
+                             "(records must carry consecutive offsets starting at next_offset)")
+        n = batch.n
+        if not n:
+            return
+        self._next += n
+        self._buffer.append(batch)
+        self._limit -= n - 1
+        if len(self._buffer) >= self._limit:
+            self._write_buffer()
 
     def append_many(self, records: Iterable[tuple]) -> None:
         """Buffer many records, writing full batches; all or none are accepted (ValueError)."""
@@ -295,12 +374,11 @@ class LogWriter:
         i = 0
         if self._buffer:
             buffer = self._buffer
-            i = min(n, size - len(buffer))
+            i = min(n, self._limit - len(buffer))
             buffer.extend(records[:i])
-            if len(buffer) < size:
+            if len(buffer) < self._limit:
                 return
-            self._buffer = []
-            self._write_batch(buffer)
+            self._write_buffer()
         while n - i >= size:
             self._write_batch(records[i:i + size])
             i += size
@@ -321,8 +399,7 @@ class LogWriter:
         """Write the buffered records as one batch (if any) and apply the fsync policy."""
         self._check_usable()
         if self._buffer:
-            buffer, self._buffer = self._buffer, []
-            self._write_batch(buffer)
+            self._write_buffer()
         elif self._dirty and self._interval_s is not None \
                 and self._clock() - self._last_sync >= self._interval_s:
             self._fsync()
@@ -433,11 +510,23 @@ class LogWriter:
         self._fd = None
         self._create_segment(self._written_end)
 
-    def _write_batch(self, records: list) -> None:
+    def _write_buffer(self) -> None:
+        """Write the buffered elements as one batch and empty the buffer."""
+        buffer, self._buffer = self._buffer, []
+        n = len(buffer) + self._batch_records - self._limit
+        self._limit = self._batch_records
+        self._write_batch(buffer, n)
+
+    def _write_batch(self, records: list, n: int | None = None) -> None:
+        """Write elements (records, columnar batches: ``n`` records in all, default one per element) as a batch."""
         try:
             payload = encode_batch(records)
-            n = len(records)
-            data = encode_batch_header(self._written_end, n, payload, records[0][5], records[-1][5]) + payload
+            if n is None:
+                n = len(records)
+            first, last = records[0], records[-1]
+            data = encode_batch_header(self._written_end, n, payload,
+                                       first[5] if isinstance(first, tuple) else first.timestamp_ms,
+                                       last[5] if isinstance(last, tuple) else last.timestamp_ms) + payload
             if self._position > SEGMENT_HEADER_SIZE and self._position + len(data) > self._segment_bytes:
                 self._roll()
             _write_all(self._fd, data)

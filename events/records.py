@@ -6,7 +6,8 @@ seven fields are the same for every kind (the *header*)::
 
     kind, v, offset, controller_id, controller_epoch, timestamp_ms, cause_offset
 
-``kind`` names the record type (see ``KINDS``), ``v`` its schema version, ``offset`` its
+``kind`` names the record type (see ``KINDS``), ``v`` its schema version (``SCHEMA_VERSION``
+when written, any of ``READABLE_VERSIONS`` when read), ``offset`` its
 position in the log, ``controller_id``/``controller_epoch`` the controller that wrote it
 (-1/0 when no controller was involved), ``timestamp_ms`` the simulated time, and
 ``cause_offset`` the offset of the input record whose processing produced it (an input
@@ -20,7 +21,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""The schema version records are written with (their ``v`` field). Version 2 added columnar batches
+(:mod:`events.columns`) to batch payloads; the record layouts are those of version 1, so a reader reads
+records of both (``READABLE_VERSIONS``) and a log written before holds only version 1 records."""
+READABLE_VERSIONS = frozenset({1, 2})
 
 HEADER_FIELDS = (
     "kind", "v", "offset", "controller_id", "controller_epoch", "timestamp_ms", "cause_offset",

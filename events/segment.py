@@ -116,7 +116,10 @@ _offset_of = itemgetter(2)
 
 
 class Batch(NamedTuple):
-    """One checksum-verified batch as read from a segment; ``payload`` is still encoded."""
+    """One checksum-verified batch as read from a segment; ``payload`` is still encoded.
+
+    ``record_count`` counts records, those of columnar batches included (a payload element may
+    hold many records: see :mod:`events.codec`)."""
     path: str
     position: int
     base_offset: int
@@ -146,6 +149,29 @@ class Batch(NamedTuple):
             raise self._record_error(exc) from exc
         self._check_offsets(records)
         return records
+
+    def elements(self) -> list:
+        """The payload's elements without expanding columnar batches: record objects and
+        :class:`events.columns.ColumnBatch` objects, checked like :meth:`records` (a columnar
+        batch's first offset continues the records before it; all add up to the header's count)."""
+        try:
+            elements = codec.decode_elements(self.payload)
+        except codec.RecordDecodeError as exc:
+            raise self._record_error(exc) from exc
+        base, n = self.base_offset, self.record_count
+        counts = [1 if isinstance(e, tuple) else len(e) for e in elements]
+        if sum(counts) != n:
+            raise LogRecordError(self.path, self.position, None,
+                                 f"payload holds {sum(counts)} records, batch header says {n}")
+        expected = base
+        for e, count in zip(elements, counts):
+            found = e[2] if isinstance(e, tuple) else e.first_offset
+            if found != expected:
+                what = "record" if isinstance(e, tuple) else f"columnar batch of {count} records starting at record"
+                raise LogRecordError(self.path, self.position, expected,
+                                     f"{what} #{expected - base} of the batch has offset {found}, expected {expected}")
+            expected += count
+        return elements
 
     def _record_error(self, exc: codec.RecordDecodeError) -> LogRecordError:
         offset = None if exc.index is None else self.base_offset + exc.index

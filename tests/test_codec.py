@@ -70,7 +70,7 @@ def test_make_builds_records_by_name():
     (b"\xc1", "not valid msgpack"),
     (msgpack.packb({"a": 1}), "expected an array of records"),
     (msgpack.packb([[999, 1, 0, 0, 0, 0, 0]]), "unknown kind 999"),
-    (msgpack.packb([[41, 2, 0, 0, 0, 0, 0, "t", 0, 1, 2, 3]]), "schema version 2"),
+    (msgpack.packb([[41, 3, 0, 0, 0, 0, 0, "t", 0, 1, 2, 3]]), "schema version 3"),
     (msgpack.packb([[41, 1, 0, 0, 0, 0, 0, "t"]]), "has 8 fields, expected 12"),
     (msgpack.packb([[41]]), "not an array of at least 7 fields"),
 ])

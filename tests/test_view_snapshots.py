@@ -291,10 +291,10 @@ def test_fold_log_survives_false_candidates(tmp_path, logged):
     """A payload holding the snapshot's first bytes inside a string is decoded, found empty, and skipped."""
     _, records = logged
     log = tmp_path / "log"
-    # An 8-replica assignment starting with brokers 52, 1 encodes like the start of a ViewSnapshot.
+    # An 8-replica assignment starting with brokers 52, 2 encodes like the start of a ViewSnapshot (version 2).
     fake = TopicCreated.make(offset=len(records), timestamp_ms=records[-1].timestamp_ms, topic="wide",
-                             assignment=((52, 1, 2, 3, 4, 5, 6, 7),), configs=())
-    assert b"\x98\x34\x01" in msgpack.packb(fake)
+                             assignment=((52, 2, 3, 4, 5, 6, 7, 8),), configs=())
+    assert b"\x98\x34\x02" in msgpack.packb(fake)
     all_records = records + [fake]
     with LogWriter(log, fsync=FsyncPolicy.none(), batch_records=16) as writer:
         writer.append_many(all_records)
