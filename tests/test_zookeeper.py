@@ -127,8 +127,8 @@ def test_delete_errors_and_parent_stats(zk):
         zk.delete(s, "/p/c", version=1)
     zk.delete(s, "/p/c", version=0)
     parent = zk.exists(s, "/p")
-    assert (parent.cversion, parent.num_children) == (1, 0)     # deletions do not bump cversion
-    assert parent.pzxid == zk.last_zxid                         # but do move pzxid
+    assert (parent.cversion, parent.num_children) == (2, 0)     # a deletion is a child change too
+    assert parent.pzxid == zk.last_zxid                         # and moves pzxid
     with pytest.raises(NoNodeError):
         zk.delete(s, "/p/c")
     zk.delete(s, "/p")
@@ -236,6 +236,51 @@ def test_sequential_names_use_the_parents_cversion(zk):
     assert zk.create(s, "/q/n-", b"d", sequential=True) == "/q/n-0000000003"
     assert zk.create(s, "/q/", sequential=True) == "/q/0000000004"
     assert zk.get_children(s, "/q") == ["0000000004", "n-0000000001", "n-0000000003", "plain"]
+
+
+def test_cversion_counts_creations_and_deletions(zk):
+    """DataNode.copyStat reports 2 * (stored creations) - children: every child change counts."""
+    s = zk.connect(10_000)
+    zk.create(s, "/p")
+    for c in ("a", "b", "c"):
+        zk.create(s, f"/p/{c}")
+    assert zk.exists(s, "/p").cversion == 3
+    zk.delete(s, "/p/b")
+    assert (zk.exists(s, "/p").cversion, zk.exists(s, "/p").num_children) == (4, 2)
+    zk.multi(s, [DeleteOp("/p/a"), CreateOp("/p/d"), DeleteOp("/p/d")])        # three changes in one multi
+    assert zk.exists(s, "/p").cversion == 7
+    with pytest.raises(MultiError):                                           # a rolled-back multi changes nothing
+        zk.multi(s, [DeleteOp("/p/c"), CreateOp("/p/e"), CheckOp("/p", 5)])
+    assert zk.exists(s, "/p").cversion == 7
+    zk.create(s, "/p/e", ephemeral=True)
+    zk.close_session(s)                                                       # the ephemeral's deletion counts
+    other = zk.connect(10_000)
+    stat = zk.exists(other, "/p")
+    assert (stat.cversion, stat.num_children) == (9, 1)
+    assert zk.get_data(other, "/p")[1] == stat and [st for p, _, st in zk.nodes() if p == "/p"] == [stat]
+    zk.delete(other, "/p/c")
+    assert zk.exists(other, "/p").cversion == 10
+
+
+def test_sequential_names_after_deletions_count_creations_only(zk):
+    """The suffix is the parent's stored cversion (PrepRequestProcessor: creations only), not what Stat reports."""
+    s = zk.connect(10_000)
+    zk.create(s, "/q")
+    names = [zk.create(s, "/q/n-", sequential=True) for _ in range(3)]
+    assert names == ["/q/n-0000000000", "/q/n-0000000001", "/q/n-0000000002"]
+    zk.delete(s, "/q/n-0000000002")                                           # the newest one goes: no reuse
+    assert zk.exists(s, "/q").cversion == 4
+    assert zk.create(s, "/q/n-", sequential=True) == "/q/n-0000000003"
+    for name in zk.get_children(s, "/q"):
+        zk.delete(s, f"/q/{name}")
+    stat = zk.exists(s, "/q")
+    assert (stat.cversion, stat.num_children) == (8, 0)
+    assert zk.create(s, "/q/n-", sequential=True) == "/q/n-0000000004"     # not 8, the reported cversion
+    results = zk.multi(s, [CreateOp("/q/n-", sequential=True), DeleteOp("/q/n-0000000005"),
+                           CreateOp("/q/n-", sequential=True)])
+    assert results == [CreateResult("/q/n-0000000005"), DeleteResult(), CreateResult("/q/n-0000000006")]
+    assert zk.get_children(s, "/q") == ["n-0000000004", "n-0000000006"]
+    assert zk.exists(s, "/q").cversion == 2 * 7 - 2
 
 
 # --- multi ---------------------------------------------------------------------------------------------
@@ -469,10 +514,11 @@ class RefError(Exception):
 
 
 class Reference:
-    """A dict-of-paths ZooKeeper: path -> [data, version, cversion]."""
+    """A dict-of-paths ZooKeeper: path -> [data, version, child creations, child changes]. Sequential names
+    count the creations; the cversion a client sees counts the changes (creations and deletions)."""
 
     def __init__(self):
-        self.nodes = {"/": [None, 0, 0]}
+        self.nodes = {"/": [None, 0, 0, 0]}
 
     @staticmethod
     def parent(path):
@@ -490,8 +536,9 @@ class Reference:
             path = op.path + (f"{n[parent][2]:010d}" if op.sequential else "")
             if path in n:
                 raise RefError("NODEEXISTS")
-            n[path] = [op.data, 0, 0]
+            n[path] = [op.data, 0, 0, 0]
             n[parent][2] += 1
+            n[parent][3] += 1
             return path
         if op.path not in n:
             raise RefError("NONODE")
@@ -504,6 +551,7 @@ class Reference:
             if self.children(op.path):
                 raise RefError("NOTEMPTY")
             del n[op.path]
+            n[self.parent(op.path)][3] += 1
 
     def multi(self, ops):
         saved = copy.deepcopy(self.nodes)
@@ -543,11 +591,12 @@ def _single(zk, s, op):
 
 def _assert_same_tree(zk, s, ref):
     assert sorted(p for p, _, _ in zk.nodes()) == sorted(ref.nodes)
-    for path, (data, version, cversion) in ref.nodes.items():
+    for path, (data, version, _, changes) in ref.nodes.items():
         got, stat = zk.get_data(s, path)
-        assert (got or None, stat.version, stat.cversion) == (data or None, version, cversion), path
-        assert zk.get_children(s, path) == ref.children(path)
-        assert stat.num_children == len(ref.children(path))
+        children = ref.children(path)
+        assert (got or None, stat.version, stat.cversion) == (data or None, version, changes), path
+        assert zk.get_children(s, path) == children
+        assert stat.num_children == len(children)
 
 
 @settings(max_examples=60, deadline=None)

@@ -6,8 +6,11 @@ It keeps ZooKeeper's server semantics where Kafka depends on them:
   write still consumes its zxid, as ZooKeeper logs an error transaction), session creation and
   session close/expiry are transactions too; zxids start at epoch 1 (``0x100000001``) like a
   freshly elected ensemble's;
-* ``Stat`` as ZooKeeper reports it: the parent's ``cversion`` counts child creations (deletions
-  only move ``pzxid``), sequential names append the parent's ``cversion`` as ten digits;
+* ``Stat`` as ZooKeeper reports it. A znode stores, as ZooKeeper's StatPersisted does, the number
+  of children ever created under it (a creation bumps it and moves ``pzxid``; a deletion only
+  moves ``pzxid``); sequential names append that stored count as ten digits (PrepRequestProcessor),
+  and the ``cversion`` a client sees is ``2 * stored - num_children`` (DataNode.copyStat: every
+  child no longer there was deleted), so creations and deletions both count;
 * the error codes and check order of ZooKeeper's PrepRequestProcessor (NONODE for a missing parent
   before NODEEXISTS before NOCHILDRENFOREPHEMERALS; NONODE, BADVERSION, then NOTEMPTY on delete);
 * multi is all or nothing; a failure raises ``MultiError`` whose ``results`` say OK for the ops
@@ -329,8 +332,8 @@ class ZooKeeper:
         n = 0 if children is None else 1 if type(children) is str else len(children)
         times = self._times
         return _new(Stat, (czxid, mzxid, times[czxid - _ZXID_BASE_1] if czxid > ZXID_BASE else 0,
-                           times[mzxid - _ZXID_BASE_1] if mzxid > ZXID_BASE else 0, version, cversion, 0, owner,
-                           len(data) if data else 0, n, pzxid))
+                           times[mzxid - _ZXID_BASE_1] if mzxid > ZXID_BASE else 0, version, 2 * cversion - n, 0,
+                           owner, len(data) if data else 0, n, pzxid))
 
     # --- sessions ----------------------------------------------------------------------------------
     def connect(self, timeout_ms: int, watcher: Callable[[WatchedEvent], object] | None = None,
