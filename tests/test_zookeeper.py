@@ -391,7 +391,7 @@ def test_data_and_child_watch_on_deleted_node_give_one_event(zk):
     assert w.take() == [("NodeDeleted", "/p")]
 
 
-def test_events_ordered_by_session_then_arming_order(zk):
+def test_events_ordered_by_session_then_firing_order(zk):
     seen = []
     sessions = [zk.connect(10_000, watcher=lambda e, i=i: seen.append((i, str(e.type), e.path))) for i in range(3)]
     s0, s1, s2 = sessions
@@ -402,8 +402,89 @@ def test_events_ordered_by_session_then_arming_order(zk):
     zk.exists(s1, "/a", watch=True)
     zk.get_children(s0, "/", watch=True)
     zk.multi(s0, [SetDataOp("/a", b"1"), DeleteOp("/b")])
-    assert seen == [(0, "NodeChildrenChanged", "/"), (1, "NodeDeleted", "/b"), (1, "NodeDataChanged", "/a"),
+    # session 1 armed /b before /a, but the server sends the events as the multi's ops fire them
+    assert seen == [(0, "NodeChildrenChanged", "/"), (1, "NodeDataChanged", "/a"), (1, "NodeDeleted", "/b"),
                     (2, "NodeDataChanged", "/a")]
+
+
+def test_a_multis_events_come_in_op_order_not_arming_order(zk):
+    """The server sends each op's events down the connection while it applies the op (DataTree.processTxn
+    over the multi's txns, WatchManager.triggerWatch), so one session sees them in op order."""
+    seen = []
+    s, t = (zk.connect(10_000, watcher=lambda e, i=i: seen.append((i, str(e.type), e.path))) for i in range(2))
+    zk.create(s, "/p")
+    zk.create(s, "/p/c")
+    zk.create(s, "/x")
+    zk.create(s, "/y")
+    # armed in the reverse of the order the multi fires them
+    zk.exists(s, "/y", watch=True)
+    zk.get_children(s, "/p", watch=True)
+    zk.exists(s, "/p/c", watch=True)
+    zk.exists(s, "/new", watch=True)
+    zk.get_data(s, "/x", watch=True)
+    zk.exists(t, "/y", watch=True)
+    zk.exists(t, "/x", watch=True)
+    zk.multi(t, [SetDataOp("/x", b"1"), CreateOp("/new"), CheckOp("/p"), DeleteOp("/p/c"), DeleteOp("/y")])
+    assert seen == [(0, "NodeDataChanged", "/x"), (0, "NodeCreated", "/new"), (0, "NodeDeleted", "/p/c"),
+                    (0, "NodeChildrenChanged", "/p"), (0, "NodeDeleted", "/y"),
+                    (1, "NodeDataChanged", "/x"), (1, "NodeDeleted", "/y")]
+    seen.clear()
+    for path in ("/x", "/new"):                                              # the same through multi_many
+        zk.exists(s, path, watch=True)
+    zk.multi_many(t, [[SetDataOp("/new", b"n"), SetDataOp("/x", b"2")], [DeleteOp("/x")]])
+    assert seen == [(0, "NodeDataChanged", "/new"), (0, "NodeDataChanged", "/x")]
+
+
+def test_session_close_fires_in_the_order_its_ephemerals_are_deleted(zk):
+    w = Recorder()
+    watcher = zk.connect(10_000, watcher=w)
+    s = zk.connect(10_000)
+    zk.create(watcher, "/p")
+    for path in ("/p/a", "/p/b", "/z"):
+        zk.create(s, path, ephemeral=True)
+    zk.exists(watcher, "/z", watch=True)
+    zk.exists(watcher, "/p/b", watch=True)
+    zk.get_children(watcher, "/p", watch=True)
+    zk.exists(watcher, "/p/a", watch=True)
+    zk.close_session(s)                                  # one transaction deleting /p/a, /p/b, /z in that order
+    assert w.take() == [("NodeDeleted", "/p/a"), ("NodeChildrenChanged", "/p"), ("NodeDeleted", "/p/b"),
+                        ("NodeDeleted", "/z")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_multis_events_are_its_ops_events_in_op_order(data):
+    """Per session, a successful multi sends what its ops sent one by one (the same one-shot watches)."""
+    clock = Clock()
+    zk = ZooKeeper(clock)
+    w = Recorder()
+    s = zk.connect(10_000, watcher=w)
+    ref = Reference()
+    for path in ("/a", "/b", "/a/b", "/b/a"):
+        zk.create(s, path, b"x")
+        ref.apply(CreateOp(path, b"x"))
+    paths = ["/", "/a", "/b", "/a/b", "/b/a", "/a/s-", "/b/b"]
+    for path in data.draw(st.permutations(paths), label="data watches")[:data.draw(st.integers(0, len(paths)))]:
+        zk.exists(s, path, watch=True)
+    for path in data.draw(st.permutations(paths), label="child watches")[:data.draw(st.integers(0, len(paths)))]:
+        if path in zk:
+            zk.get_children(s, path, watch=True)
+    ops = []
+    for _ in range(data.draw(st.integers(2, 6), label="ops")):
+        op = draw_op(data, ref)
+        try:
+            ref.apply(op)
+        except RefError:
+            continue
+        ops.append(op)
+    twin = ZooKeeper.from_dict(zk.to_dict(), clock)
+    tw = Recorder()
+    twin.attach(s, watcher=tw)
+    zk.multi(s, ops)
+    for op in ops:
+        twin.multi(s, [op])
+    assert w.take() == tw.take()
+    assert [p for p, _, _ in zk.nodes()] == [p for p, _, _ in twin.nodes()]
 
 
 def test_failed_multi_fires_no_watch_and_keeps_it_armed(zk):

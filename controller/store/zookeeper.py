@@ -18,8 +18,10 @@ It keeps ZooKeeper's server semantics where Kafka depends on them:
 * watches are one-shot and per session: ``exists``/``get_data`` arm a data watch, ``get_children``
   a child watch; a deleted node's data and child watchers get one NodeDeleted each, its parent's
   child watchers NodeChildrenChanged. Events are delivered after the transaction is applied, in
-  order of session id then arming order, each transaction's events after the previous one's, so a
-  watcher may read, re-arm and write from inside its callback;
+  order of session id, and each session's in the order the transaction fired them (op order in a
+  multi, as the server sends each one down the connection while it applies the op), each
+  transaction's events after the previous one's, so a watcher may read, re-arm and write from
+  inside its callback;
 * any request from a session counts as a heartbeat; ``tick()`` expires the sessions whose
   deadline has passed (an expired session's ephemerals are deleted in one transaction, its watches
   dropped, then its ``on_expired`` is called).
@@ -42,6 +44,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator
 from enum import StrEnum
+from operator import itemgetter
 from typing import NamedTuple
 
 import structlog
@@ -276,6 +279,7 @@ def _checked_ops(ops: Iterable) -> list:
 
 
 _EV_WATCH, _EV_CALL = 0, 1
+_first = itemgetter(0)
 _U_CREATED, _U_DELETED, _U_SET, _U_WATCHES = 0, 1, 2, 3
 
 
@@ -676,9 +680,9 @@ class ZooKeeper:
         if undo is not None:
             undo.append((_U_WATCHES, table, path, entry))
         event = WatchedEvent(etype, path)
-        for sid, seq in entry.items():
+        for sid in entry:
             if exclude is None or sid not in exclude:
-                fired.append((sid, seq, event))
+                fired.append((sid, event))
         return entry
 
     def _rollback(self, undo: list) -> None:
@@ -744,9 +748,11 @@ class ZooKeeper:
 
     # --- events --------------------------------------------------------------------------------------
     def _enqueue(self, fired: list) -> None:
+        """Queue a transaction's events: by session id, each session's in the order they were fired
+        (a stable sort: one ``_fire`` gives a session at most one event)."""
         if fired:
-            fired.sort(key=lambda f: (f[0], f[1]))
-            self._pending.extend((_EV_WATCH, sid, event) for sid, _, event in fired)
+            fired.sort(key=_first)
+            self._pending.extend((_EV_WATCH, sid, event) for sid, event in fired)
 
     def _deliver(self) -> None:
         if self._delivering:
