@@ -222,8 +222,10 @@ def cmd_broker(args: argparse.Namespace) -> int:
             print(f"broker {b} started (broker epoch {cluster.brokers[b].broker_epoch})")
         elif args.command == "kill-broker":
             cluster.kill_broker(b, at=args.at)
+            requested, timeout = cluster.config.get_int("zookeeper.session.timeout.ms"), cluster.session_timeout_ms
+            negotiated = "" if timeout == requested else f", negotiated to {timeout} ms"
             print(f"broker {b} killed; its session times out after zookeeper.session.timeout.ms "
-                  f"({cluster.config.get_int('zookeeper.session.timeout.ms')} ms)")
+                  f"({requested} ms{negotiated})")
         else:
             ok = cluster.stop_broker(b, at=args.at)
             print(f"broker {b}: controlled shutdown {'succeeded' if ok else 'failed; it shut down anyway'}")

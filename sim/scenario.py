@@ -142,9 +142,10 @@ Brokers
       active controller then.
   ``start_broker {broker}``
       start (or restart) a broker that is not running. Restarted before ZooKeeper has expired the
-      session of its killed process (``zookeeper.session.timeout.ms`` after its last heartbeat),
-      it finds its ``/brokers/ids`` registration still there and exits (NodeExists), as Kafka
-      does; the summary notes it. The broker may be started again later.
+      session of its killed process (``zookeeper.session.timeout.ms``, as ZooKeeper clamps it to
+      4000-40000 ms, after its last heartbeat), it finds its ``/brokers/ids`` registration still
+      there and exits (NodeExists), as Kafka does; the summary notes it. The broker may be started
+      again later.
   ``controlled_shutdown {broker | controller: true}``
       a clean shutdown as ``kafka-server-stop.sh``: with ``controlled.shutdown.enable`` the broker
       first asks the controller to move its leaders away (with Kafka's retries), then stops.
@@ -283,6 +284,7 @@ from controller.admin_files import AdminFileError, parse_reassignment_json
 from controller.embedding.cluster import READ_ONLY_BROKER_CONFIGS
 from controller.config import DEFAULTS, ConfigError, KafkaConfig
 from controller.store.kafka_zk_client import InvalidTopicError, validate_topic_name
+from controller.store.zookeeper import negotiated_session_timeout
 
 __all__ = [
     "ACTIONS", "QUORUM_VERSIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "QuorumSpec", "Scenario",
@@ -1029,7 +1031,9 @@ class _ScenarioParser(_Parser):
         # Within the session timeout of a kill, the old registration may still be there: the start may
         # fail (known only when the run gets there).
         died = self.world.session_left.pop(b, None)
-        timeout = int(self.world.cluster.configs.get(SESSION_TIMEOUT, DEFAULTS[SESSION_TIMEOUT]))
+        # the session's timeout as the simulation's ZooKeeper (default bounds) negotiates it
+        timeout = negotiated_session_timeout(int(self.world.cluster.configs.get(SESSION_TIMEOUT,
+                                                                                 DEFAULTS[SESSION_TIMEOUT])))
         self.set_state(b, "unknown" if died is not None and at_ms - died < timeout else "up", at_ms, self.line(node))
         return {"broker": b}
 

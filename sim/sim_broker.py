@@ -1,8 +1,9 @@
 """A simulated broker process: its store session with heartbeats, its registration, its controller
 candidate, and how it answers the controller's requests.
 
-The broker pings the store every third of ``zookeeper.session.timeout.ms`` (as ZooKeeper's client
-does) when the network lets it reach ``"zk"``; cut off longer than the timeout, its session
+The broker pings the store every third of its session timeout (``zookeeper.session.timeout.ms`` as
+the server negotiated it), as ZooKeeper's client does, when the network lets it reach ``"zk"``;
+cut off longer than the timeout, its session
 expires and its registration goes, while the process runs on. A process started while the
 registration of a previous one (killed, its session not expired yet) is still there fails to
 register and exits, as Kafka 3.7's does. It answers LeaderAndIsr, UpdateMetadata and StopReplica
@@ -102,7 +103,7 @@ class SimBroker:
         session — so the registration fails with NodeExists and Kafka.main exits (KafkaZkClient's
         KAFKA-7165 re-creation applies only to the client's own earlier session, not another process's)."""
         sim = self.sim
-        self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.session_timeout_ms, clock=sim.loop.clock,
+        self.zk = SimZkClient(sim.zk, session_timeout_ms=sim.requested_session_timeout_ms, clock=sim.loop.clock,
                               rng=sim.store_rng, reachable=self.reaches_store,
                               deliver=lambda fn: sim.network.send("zk", self.broker_id, self.on(fn),
                                                                   name=f"watch zk->{self.broker_id}"),

@@ -84,9 +84,12 @@ class Simulation:
         self.loop = EventLoop(self.seed)
         self.network = Network(self.loop, scenario.network.latency_ms, scenario.network.jitter_ms)
         self.config = KafkaConfig(scenario.cluster.configs)
-        self.session_timeout_ms = self.config.get_int("zookeeper.session.timeout.ms")
         self.store_rng = random.Random(self.seed + 1)
         self.zk = ZooKeeper(self.loop.clock)
+        # The brokers ask for zookeeper.session.timeout.ms; their sessions get it as the server negotiates it
+        # (clamped to its min/max session timeout), which is what expiry and their pings go by.
+        self.requested_session_timeout_ms = self.config.get_int("zookeeper.session.timeout.ms")
+        self.session_timeout_ms = self.zk.negotiated_session_timeout(self.requested_session_timeout_ms)
         self.metrics = Metrics(self)
         self.quorum = SimQuorum(self, scenario.quorum) if scenario.quorum is not None else None
         observe = self.metrics.observe
@@ -116,8 +119,8 @@ class Simulation:
         self._dir_load: dict[tuple[int, str], int] = {}
         self.producers: list[Producer] = []
         self.brokers: dict[int, SimBroker] = {}
-        self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.session_timeout_ms, clock=self.loop.clock,
-                                   rng=self.store_rng)
+        self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.requested_session_timeout_ms,
+                                   clock=self.loop.clock, rng=self.store_rng)
         self.admin.create_top_level_paths()
         self._zk_tick = None
         self._armed_opened = -1
@@ -351,11 +354,15 @@ class Simulation:
             since = f" (gone since {previous.stopped_ms / 1000:g}s)" if previous is not None else ""
             self._note(line, f"broker {b} did not start: /brokers/ids/{b} still belongs to the ZooKeeper session "
                              f"of its previous process{since}, which has not expired yet (zookeeper.session."
-                             f"timeout.ms {self.session_timeout_ms}); the registration fails with NodeExists and "
-                             f"the process exits, as Kafka's does")
+                             f"timeout.ms {self._session_timeout_text()}); the registration fails with NodeExists "
+                             f"and the process exits, as Kafka's does")
             return
         if self.quorum is not None:
             self.quorum.broker_started(broker)
+
+    def _session_timeout_text(self) -> str:
+        requested, timeout = self.requested_session_timeout_ms, self.session_timeout_ms
+        return f"{requested}" if timeout == requested else f"{requested}, negotiated to {timeout}"
 
     def _note(self, line: int, text: str) -> None:
         """Something the run found worth telling, in the summary's observations."""

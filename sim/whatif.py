@@ -473,7 +473,7 @@ def what_if(description: ClusterDescription, *, kill: Iterable[int] = (), shutdo
     offline = _infer_offline(description, dev)
     plan = _plan(description, dev)
     cluster = Cluster(seed=SEED, configs={UNCLEAN: "true"} if unclean else None)
-    timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
+    timeout = cluster.session_timeout_ms   # zookeeper.session.timeout.ms as the server negotiates it
 
     # 1. Brokers; the controller is a broker that stays alive.
     alive = [b for b in brokers if b not in offline]

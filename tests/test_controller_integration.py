@@ -251,6 +251,21 @@ def test_controller_failover_when_the_controller_is_killed():
     assert_fold_agrees(cluster)
 
 
+@pytest.mark.parametrize("requested, negotiated", [(1_000, 4_000), (60_000, 40_000)])
+def test_a_killed_controller_times_out_after_the_negotiated_session_timeout(requested, negotiated):
+    # ZooKeeper clamps zookeeper.session.timeout.ms to [2, 20] x tickTime (2000 ms): 1 s becomes 4 s, 60 s 40 s.
+    cluster = make_cluster(2, **{"zookeeper.session.timeout.ms": requested})
+    assert cluster.session_timeout_ms == negotiated
+    assert [cluster.zk.session_timeout(s.zk.session_id) for s in cluster.brokers.values()] == [negotiated] * 2
+    assert cluster.brokers[0].zk.session_timeout_ms == requested
+    assert cluster.brokers[0].zk.negotiated_session_timeout_ms == negotiated
+    cluster.kill_broker(0, at=1_000)
+    cluster.advance_to(1_000 + negotiated - 1)
+    assert cluster.controller_id == 0 and cluster.controller is None
+    cluster.advance(1)
+    assert cluster.controller_id == 1 and elected_epochs(cluster) == [(0, 1), (1, 2)]
+
+
 def test_controller_failover_when_the_controller_session_expires():
     # Kafka: re-election after the controller's session expires (Expire -> resign, RegisterBrokerAndReelect).
     cluster = make_cluster(3)

@@ -458,6 +458,19 @@ def test_child_handler_armed_by_get_children_with_register_watch(client_factory,
     assert h.take() == ["children"]
 
 
+def test_the_session_timeout_is_the_negotiated_one_and_asked_for_again_on_expiry(client_factory, zk):
+    c = client_factory(1, session_timeout_ms=1_000)
+    assert (c.session_timeout_ms, c.negotiated_session_timeout_ms) == (1_000, 4_000)
+    assert zk.session_timeout(c.session_id) == 4_000
+    old = c.session_id
+    zk.expire_session(old)
+    assert c.session_id != old and zk.session_timeout(c.session_id) == 4_000
+    c.abandon()
+    zk.expire_session(c.session_id)
+    assert not c.is_connected and c.negotiated_session_timeout_ms == 4_000    # what asking again would get
+    assert client_factory(2, session_timeout_ms=90_000).negotiated_session_timeout_ms == 40_000
+
+
 def test_session_expiry_reinitializes_the_session(client_factory, zk):
     log = []
     c = client_factory(1)

@@ -49,6 +49,18 @@ steps:
     assert sorted(sim.brokers[2].live_brokers) == [1, 2] and sim.controller_id == elected[1][0]
 
 
+def test_a_short_session_timeout_is_negotiated_up_to_two_ticks():
+    sim, records = run(BASE.replace("zookeeper.session.timeout.ms: 6000", "zookeeper.session.timeout.ms: 1000") + """
+steps:
+  - {at: 10s, action: kill_broker, controller: true}
+""")
+    assert (sim.requested_session_timeout_ms, sim.session_timeout_ms) == (1_000, 4_000)
+    assert sim.zk.session_timeout(sim.brokers[1].zk.session_id) == 4_000
+    # ZooKeeper grants 4 s: the session expires 4 s after the last heartbeat (every 1.33 s), not after 1 s.
+    elected = [(r.controller_id, r.controller_epoch, r.timestamp_ms) for r in records if type(r) is ControllerElected]
+    assert elected[1][1] == 2 and 12_600 <= elected[1][2] <= 14_100
+
+
 def test_a_controller_cut_off_from_the_store_is_replaced_and_its_requests_are_refused():
     sim, records = run(BASE + """
 steps:
@@ -168,6 +180,21 @@ steps:
   - {{at: 16s, action: start_broker, broker: 1}}
   - {{at: 30s, action: start_broker, broker: 1}}
 """, "<test>")
+
+
+def test_the_scenario_check_and_the_run_go_by_the_negotiated_session_timeout():
+    # zookeeper.session.timeout.ms 1000 is granted as 4000: a start 3 s after a kill may fail (it does: the
+    # session of the killed process lives until about 13.3 s), so a later start_broker is accepted.
+    text = BASE.replace("zookeeper.session.timeout.ms: 6000", "zookeeper.session.timeout.ms: 1000") + """
+steps:
+  - {at: 10s, action: kill_broker, broker: 1}
+  - {at: 13s, action: start_broker, broker: 1}
+  - {at: 20s, action: start_broker, broker: 1}
+"""
+    sim, _ = run(text)
+    [(at_s, line, note)] = notes(sim)
+    assert at_s == 13 and "broker 1 did not start" in note and "timeout.ms 1000, negotiated to 4000" in note
+    assert sim.brokers[1].alive
 
 
 def test_expiring_a_session_that_already_expired_is_a_noted_no_op():

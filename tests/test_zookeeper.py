@@ -219,6 +219,66 @@ def test_tick_expires_after_timeout_and_heartbeats_keep_alive(zk, clock):
     assert zk.next_session_deadline() is None
 
 
+@pytest.mark.parametrize("requested, negotiated", [
+    (1, 4_000), (1_000, 4_000), (3_999, 4_000), (4_000, 4_000), (6_000, 6_000), (18_000, 18_000),
+    (40_000, 40_000), (40_001, 40_000), (60_000, 40_000)])
+def test_session_timeout_is_negotiated_within_2_and_20_ticks(zk, requested, negotiated):
+    """ZooKeeperServer.processConnectRequest clamps to [minSessionTimeout, maxSessionTimeout], by default
+    [2, 20] x tickTime (2000 ms)."""
+    assert (zk.tick_time_ms, zk.min_session_timeout_ms, zk.max_session_timeout_ms) == (2_000, 4_000, 40_000)
+    assert zk.negotiated_session_timeout(requested) == negotiated
+    s = zk.connect(requested)
+    assert zk.session_timeout(s) == negotiated
+
+
+def test_expiry_uses_the_negotiated_timeout(zk, clock):
+    short = zk.connect(1_000)                                  # asks for 1 s, gets 4 s
+    long = zk.connect(100_000)                                 # asks for 100 s, gets 40 s
+    zk.create(short, "/e", ephemeral=True)
+    assert zk.next_session_deadline() == 1_000 + 4_000
+    clock.now += 1_000
+    assert zk.tick() == []
+    clock.now += 2_999
+    assert zk.tick() == [] and "/e" in zk
+    clock.now += 1
+    assert zk.tick() == [short] and "/e" not in zk
+    assert zk.next_session_deadline() == 1_000 + 40_000
+    clock.now = 1_000 + 39_999
+    assert zk.tick() == []
+    clock.now += 1
+    assert zk.tick() == [long]
+
+
+def test_session_timeout_bounds_are_configurable(clock):
+    zk = ZooKeeper(clock, tick_time_ms=3_000)                  # ZooKeeperServer.DEFAULT_TICK_TIME
+    assert (zk.min_session_timeout_ms, zk.max_session_timeout_ms) == (6_000, 60_000)
+    assert [zk.session_timeout(zk.connect(t)) for t in (1_000, 18_000, 90_000)] == [6_000, 18_000, 60_000]
+    zk = ZooKeeper(clock, min_session_timeout_ms=1_000, max_session_timeout_ms=-1)   # -1: the default, 20 ticks
+    assert (zk.tick_time_ms, zk.min_session_timeout_ms, zk.max_session_timeout_ms) == (2_000, 1_000, 40_000)
+    assert zk.session_timeout(zk.connect(1_000)) == 1_000
+    zk = ZooKeeper(clock, max_session_timeout_ms=10_000)
+    assert zk.session_timeout(zk.connect(18_000)) == 10_000
+    with pytest.raises(ValueError, match="minSessionTimeout must not be larger than maxSessionTimeout"):
+        ZooKeeper(clock, min_session_timeout_ms=5_000, max_session_timeout_ms=4_000)
+    with pytest.raises(ValueError, match="tickTime"):
+        ZooKeeper(clock, tick_time_ms=0)
+
+
+def test_snapshots_carry_the_session_timeout_bounds(clock):
+    zk = ZooKeeper(clock, tick_time_ms=500, min_session_timeout_ms=200)
+    s = zk.connect(50)
+    d = zk.to_dict()
+    assert (d["tick_time_ms"], d["min_session_timeout_ms"], d["max_session_timeout_ms"]) == (500, 200, 10_000)
+    twin = ZooKeeper.from_dict(copy.deepcopy(d), clock)
+    assert twin.to_dict() == d and twin.session_timeout(s) == 200
+    assert [z.session_timeout(z.connect(60_000)) for z in (zk, twin)] == [10_000, 10_000]
+    assert [z.session_timeout(z.connect(50)) for z in (zk, twin)] == [200, 200]
+    old = {k: v for k, v in d.items() if not k.endswith("_ms")}            # a snapshot from before the bounds
+    restored = ZooKeeper.from_dict(old, clock)
+    assert (restored.min_session_timeout_ms, restored.max_session_timeout_ms) == (4_000, 40_000)
+    assert restored.session_timeout(s) == 200                              # a session keeps what it was granted
+
+
 def test_tick_returns_expired_sessions_in_id_order(zk, clock):
     ids = [zk.connect(t) for t in (3_000, 1_000, 2_000)]
     clock.now += 10_000

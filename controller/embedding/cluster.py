@@ -516,6 +516,12 @@ class Cluster:
         return -1 if cid is None else cid
 
     @property
+    def session_timeout_ms(self) -> int:
+        """The session timeout the brokers get: ``zookeeper.session.timeout.ms`` as the ZooKeeper server
+        negotiates it (clamped to its min/max session timeout, 4 s to 40 s by default)."""
+        return self.zk.negotiated_session_timeout(self.config.get_int("zookeeper.session.timeout.ms"))
+
+    @property
     def controller(self) -> KafkaController | None:
         """The active controller (the broker that holds ``/controller`` and knows it)."""
         server = self.brokers.get(self.controller_id)

@@ -54,10 +54,11 @@ def run_demo(spec: DemoSpec, sink: Callable[[tuple], object] | None = None) -> t
     cluster.kill_broker(spec.victim, at=spec.kill_at_ms)
     phase(f"broker {spec.victim} killed at {spec.kill_at_ms} ms: its session is still alive, nothing moves yet")
 
-    timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
+    requested, timeout = cluster.config.get_int("zookeeper.session.timeout.ms"), cluster.session_timeout_ms
     cluster.advance_to(spec.kill_at_ms + timeout + 1_000)
+    negotiated = "" if timeout == requested else f", negotiated to {timeout}"
     phase(f"broker {spec.victim}'s session expired at {spec.kill_at_ms + timeout} ms "
-          f"(zookeeper.session.timeout.ms={timeout}): the controller reacted")
+          f"(zookeeper.session.timeout.ms={requested}{negotiated}): the controller reacted")
 
     cluster.start_broker(spec.victim, at=spec.restart_at_ms)
     cluster.checkpoint()

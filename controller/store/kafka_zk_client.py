@@ -8,6 +8,10 @@ behaves as Kafka's client does on top of it:
   handlers, ``get_children`` with ``register_watch`` for child handlers); a fired watch calls the
   handler once and stays disarmed until the next such read. Unregistering only forgets the
   handler; an armed watch still fires, into nothing;
+* session timeout: ``session_timeout_ms`` is what the client asks for (Kafka's
+  ``zookeeper.session.timeout.ms``); the server grants it within its bounds and
+  ``negotiated_session_timeout_ms`` is what the session got (ZooKeeper.getSessionTimeout), the
+  timeout its expiry and its pings go by;
 * session expiry: every state handler's ``before_initializing_session``, a new session with the
   same timeout and watcher, then ``after_initializing_session`` — unless the client was closed
   (``close``: a clean shutdown that closes the session) or abandoned (``abandon``: the process was
@@ -145,7 +149,7 @@ class KafkaZkClient:
         self._zk = zk
         self._clock = clock
         self._rng = rng
-        self.session_timeout_ms = session_timeout_ms
+        self.session_timeout_ms = session_timeout_ms   # requested; the server may grant another
         # Kafka 3.7.1+ (KAFKA-16539) checks /controller before config writes; 3.7.0 does not.
         self.enable_entity_config_controller_check = enable_entity_config_controller_check
         self._znode_handlers: dict[str, object] = {}
@@ -167,6 +171,13 @@ class KafkaZkClient:
     @property
     def session_id(self) -> int:
         return self._session_id
+
+    @property
+    def negotiated_session_timeout_ms(self) -> int:
+        """ZooKeeper.getSessionTimeout: the timeout the server granted the session (``session_timeout_ms``
+        clamped to the server's bounds); for a session that is gone, what asking again would get."""
+        granted = self._zk.session_timeout(self._session_id)
+        return granted if granted else self._zk.negotiated_session_timeout(self.session_timeout_ms)
 
     @property
     def is_connected(self) -> bool:

@@ -22,6 +22,10 @@ It keeps ZooKeeper's server semantics where Kafka depends on them:
   multi, as the server sends each one down the connection while it applies the op), each
   transaction's events after the previous one's, so a watcher may read, re-arm and write from
   inside its callback;
+* session timeouts are negotiated as ZooKeeperServer.processConnectRequest does: the requested
+  timeout is clamped to [``min_session_timeout_ms``, ``max_session_timeout_ms``], by default
+  [2, 20] x ``tick_time_ms`` (2000 ms, as in zoo_sample.cfg), so 1,000 ms becomes 4,000 ms;
+  the negotiated timeout is the session's (``session_timeout``, expiry);
 * any request from a session counts as a heartbeat; ``tick()`` expires the sessions whose
   deadline has passed (an expired session's ephemerals are deleted in one transaction, its watches
   dropped, then its ``on_expired`` is called).
@@ -57,9 +61,24 @@ ZXID_EPOCH = 1
 ZXID_BASE = ZXID_EPOCH << 32          # zxid = epoch << 32 | counter
 _ZXID_BASE_1 = ZXID_BASE + 1          # the zxid of self._times[0]
 FIRST_SESSION_ID = 0x1000000000000000  # server id 16 in the top byte, as real session ids look
+DEFAULT_TICK_TIME_MS = 2000            # tickTime in zoo_sample.cfg (ZooKeeperServer.DEFAULT_TICK_TIME is 3000)
+DEFAULT_MIN_SESSION_TIMEOUT_MS = 2 * DEFAULT_TICK_TIME_MS    # minSessionTimeout unset: 2 ticks
+DEFAULT_MAX_SESSION_TIMEOUT_MS = 20 * DEFAULT_TICK_TIME_MS   # maxSessionTimeout unset: 20 ticks
 ANY_VERSION = -1
 _INTERN_MAX_LEN = 256                  # znode data up to this size is shared between equal nodes
 _INTERN_MAX_ENTRIES = 1 << 16
+
+
+def negotiated_session_timeout(timeout_ms: int, min_ms: int = DEFAULT_MIN_SESSION_TIMEOUT_MS,
+                               max_ms: int = DEFAULT_MAX_SESSION_TIMEOUT_MS) -> int:
+    """The session timeout a server with these bounds grants a client asking for ``timeout_ms``
+    (ZooKeeperServer.processConnectRequest: raised to the minimum, then lowered to the maximum)."""
+    t = int(timeout_ms)
+    if t < min_ms:
+        t = min_ms
+    if t > max_ms:
+        t = max_ms
+    return t
 
 
 # --- errors -----------------------------------------------------------------------------------------
@@ -286,7 +305,21 @@ _U_CREATED, _U_DELETED, _U_SET, _U_WATCHES = 0, 1, 2, 3
 class ZooKeeper:
     """The ensemble, as one in-process object. All methods take the calling ``session_id``."""
 
-    def __init__(self, clock: Callable[[], int]):
+    def __init__(self, clock: Callable[[], int], *, tick_time_ms: int = DEFAULT_TICK_TIME_MS,
+                 min_session_timeout_ms: int | None = None, max_session_timeout_ms: int | None = None):
+        """``min_session_timeout_ms``/``max_session_timeout_ms`` None (or -1, as in zoo.cfg) mean 2 and 20
+        ``tick_time_ms`` (QuorumPeerConfig); a minimum above the maximum is refused, as the server refuses it."""
+        tick = int(tick_time_ms)
+        if tick <= 0:
+            raise ValueError("tickTime is not set")
+        lo, hi = min_session_timeout_ms, max_session_timeout_ms
+        lo = tick * 2 if lo is None or lo == -1 else int(lo)
+        hi = tick * 20 if hi is None or hi == -1 else int(hi)
+        if lo > hi:
+            raise ValueError("minSessionTimeout must not be larger than maxSessionTimeout")
+        self._tick_time = tick
+        self._min_session_timeout = lo
+        self._max_session_timeout = hi
         self._clock = clock
         self._nodes: dict[str, tuple] = {"/": (None, 0, 0, 0, 0, 0, 0, None)}
         self._zxid = ZXID_BASE                      # last zxid handed out
@@ -340,13 +373,32 @@ class ZooKeeper:
                            owner, len(data) if data else 0, n, pzxid))
 
     # --- sessions ----------------------------------------------------------------------------------
+    @property
+    def tick_time_ms(self) -> int:
+        return self._tick_time
+
+    @property
+    def min_session_timeout_ms(self) -> int:
+        return self._min_session_timeout
+
+    @property
+    def max_session_timeout_ms(self) -> int:
+        return self._max_session_timeout
+
+    def negotiated_session_timeout(self, timeout_ms: int) -> int:
+        """The timeout a session asking for ``timeout_ms`` gets (ZooKeeperServer.processConnectRequest):
+        raised to the minimum, lowered to the maximum."""
+        return negotiated_session_timeout(timeout_ms, self._min_session_timeout, self._max_session_timeout)
+
     def connect(self, timeout_ms: int, watcher: Callable[[WatchedEvent], object] | None = None,
                 on_expired: Callable[[], object] | None = None) -> int:
-        """Open a session (a createSession transaction); returns its id."""
+        """Open a session (a createSession transaction) asking for ``timeout_ms``; returns its id. The session
+        gets the negotiated timeout (``negotiated_session_timeout``; see ``session_timeout``)."""
         sid = self._next_sid
         self._next_sid += 1
         self._next_zxid()
-        self._sessions[sid] = _Session(sid, int(timeout_ms), self._now(), watcher, on_expired)
+        self._sessions[sid] = _Session(sid, self.negotiated_session_timeout(timeout_ms), self._now(), watcher,
+                                       on_expired)
         return sid
 
     def attach(self, session_id: int, watcher=None, on_expired=None) -> None:
@@ -371,6 +423,7 @@ class ZooKeeper:
         return sorted(self._sessions)
 
     def session_timeout(self, session_id: int) -> int:
+        """The session's negotiated timeout (0 for a session that is gone)."""
         return self._sessions[session_id].timeout if session_id in self._sessions else 0
 
     def next_session_deadline(self) -> int | None:
@@ -802,10 +855,15 @@ class ZooKeeper:
         return "\n".join(lines) + "\n"
 
     def to_dict(self) -> dict:
-        """A snapshot in canonical order: every node (parents first) with its stats, the zxid counter and
-        transaction times, the sessions and their armed watches. Plain lists, ints, bytes and None."""
+        """A snapshot in canonical order: the server's tick time and session timeout bounds, every node
+        (parents first) with its stats (``cversion`` as stored: the creations), the zxid counter and
+        transaction times, the sessions (with their negotiated timeouts) and their armed watches. Plain
+        lists, ints, bytes and None."""
         nodes = self._nodes
         return {
+            "tick_time_ms": self._tick_time,
+            "min_session_timeout_ms": self._min_session_timeout,
+            "max_session_timeout_ms": self._max_session_timeout,
             "zxid": self._zxid,
             "times": self._times.tolist(),
             "next_session_id": self._next_sid,
@@ -818,8 +876,11 @@ class ZooKeeper:
 
     @classmethod
     def from_dict(cls, d: dict, clock: Callable[[], int]) -> ZooKeeper:
-        """Rebuild from ``to_dict`` output; sessions come back without callbacks (see ``attach``)."""
-        zk = cls(clock)
+        """Rebuild from ``to_dict`` output; sessions come back without callbacks (see ``attach``). A snapshot
+        without the server settings (written before they were kept) gets the defaults."""
+        zk = cls(clock, tick_time_ms=d.get("tick_time_ms", DEFAULT_TICK_TIME_MS),
+                 min_session_timeout_ms=d.get("min_session_timeout_ms"),
+                 max_session_timeout_ms=d.get("max_session_timeout_ms"))
         zk._zxid = d["zxid"]
         zk._times = array("q", d["times"])
         zk._next_sid = d["next_session_id"]
