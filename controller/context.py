@@ -408,6 +408,68 @@ class ControllerContext:
                     (online if is_online(r, tp) else offline).append((topic, p, r))
         return online, offline
 
+    # --- batch access (the state machines' array paths) ----------------------------------------
+    def topic_segments(self, rows: list[tuple]) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
+        """Split ``(topic, partition[, ...])`` rows into runs of one topic: (columns, partitions, start, end)
+        in row order. None when a topic appears in two runs, a partition twice, or a partition is unknown:
+        the caller then takes the per-partition path."""
+        out = []
+        seen: set[str] = set()
+        topics = self.topics
+        n = len(rows)
+        parts = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
+        start = 0
+        while start < n:
+            topic = rows[start][0]
+            end = start + 1
+            while end < n and rows[end][0] == topic:
+                end += 1
+            ts = topics.get(topic)
+            seg = parts[start:end]
+            if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
+                    or len(np.unique(seg)) != len(seg)):
+                return None
+            seen.add(topic)
+            out.append((ts, seg, start, end))
+            start = end
+        return out
+
+    def replica_states_array(self, ts: TopicState, parts: np.ndarray, replica: int) -> tuple[np.ndarray, np.ndarray]:
+        """(column of ``replica`` in each partition's replica states, -1 if it has none; its state, ABSENT
+        where none)."""
+        cols = self.replica_state_columns(ts, parts, replica)
+        states = np.full(len(parts), ABSENT, dtype=np.uint8)
+        has = cols >= 0
+        if has.any() and ts.rwidth:
+            grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
+            states[has] = grid[parts[has], cols[has]]
+            del grid
+        return cols, states
+
+    def put_replica_states_array(self, ts: TopicState, parts: np.ndarray, cols: np.ndarray, state: int) -> None:
+        """Set the state of the replicas at ``cols`` (all >= 0) of partitions ``parts``."""
+        grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
+        grid[parts, cols] = state
+        del grid
+
+    def leadership_arrays(self, ts: TopicState, parts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(controller_epoch, leader, leader_epoch, isr code, partition_epoch, recovery) of partitions ``parts``."""
+        return (view_i32(ts.state_controller_epoch)[parts], view_i32(ts.leader)[parts],
+                view_i32(ts.leader_epoch)[parts], view_i32(ts.icode)[parts], view_i32(ts.partition_epoch)[parts],
+                view_u8(ts.recovery)[parts])
+
+    def assignment_codes(self, ts: TopicState, parts: np.ndarray) -> np.ndarray:
+        return view_i32(ts.rcode)[parts]
+
+    def codes_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Pool codes of the tuples in a -1 padded int32 matrix (each distinct row interned once)."""
+        if not len(rows):
+            return np.zeros(0, dtype=np.int32)
+        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        code = self.pool.code
+        codes = np.fromiter((code(tuple(r[r >= 0].tolist())) for r in uniq), dtype=np.int32, count=len(uniq))
+        return codes[inverse.reshape(-1)]
+
     # --- partition states -------------------------------------------------------------------
     def partition_state(self, tp: tuple) -> int | None:
         ts = self.topics.get(tp[0])

@@ -158,6 +158,38 @@ class ControllerBrokerRequestBatch:
             self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
             self._all_live_added = True
 
+    def add_leader_and_isr_requests(self, recipients: list, tps: list, states: list, is_new: bool) -> None:
+        """``add_leader_and_isr_request_for_brokers`` for many partitions, in order: ``recipients[i]`` the broker
+        ids for ``tps[i]``, ``states[i]`` = (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas,
+        adding, removing, recovery_state)."""
+        requests = self.leader_and_isr_requests
+        for brokers, tp, (ce, leader, epoch, isr, pe, replicas, adding, removing, rs) in zip(recipients, tps, states):
+            for b in brokers:
+                if b < 0:
+                    continue
+                per_broker = requests[b]
+                prev = per_broker.get(tp)
+                per_broker[tp] = (ce, leader, epoch, isr, pe, replicas, adding, removing,
+                                  is_new or (prev is not None and prev[8]), rs)
+        if not tps:
+            return
+        if not self._all_live_added:
+            self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, ())
+            self._all_live_added = True
+        add = self._add_update_metadata_partition
+        for tp in tps:
+            add(tp)
+
+    def add_stop_replica_requests(self, broker_id: int, tps: list, leader_epochs: list, delete_partition: bool) -> None:
+        """``add_stop_replica_request_for_brokers((broker_id,), tp, delete_partition)`` for many partitions, with
+        their leader epochs as ``ControllerContext.leader_epoch`` gives them."""
+        if broker_id < 0:
+            return
+        per_broker = self.stop_replica_requests[broker_id]
+        for tp, epoch in zip(tps, leader_epochs):
+            prev = per_broker.get(tp)
+            per_broker[tp] = (epoch, delete_partition or (prev is not None and prev[1]))
+
     def add_stop_replica_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
                                              delete_partition: bool) -> None:
         leader_epoch = self.context.leader_epoch(tp)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
+import numpy as np
+
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 
@@ -16,6 +18,24 @@ class UpdateLeaderAndIsrResult(NamedTuple):
     """Outcome of a conditional multi-partition ``/state`` write (Kafka's UpdateLeaderAndIsrResult)."""
     finished: dict          # tp -> LeaderAndIsr (with its new partition_epoch) or an Exception
     to_retry: list          # tps whose write hit BADVERSION: read again and retry
+
+
+class PartitionStateColumns(NamedTuple):
+    """The ``/state`` of many partitions of one topic, as columns (rows in the order asked)."""
+    exists: np.ndarray            # bool: the znode exists (the other columns are 0 / -1 padded where not)
+    controller_epoch: np.ndarray  # int32
+    leader: np.ndarray            # int32
+    leader_epoch: np.ndarray      # int32
+    isr: np.ndarray               # int32 (n, width), -1 padded, in stored order
+    recovery: np.ndarray          # uint8 LeaderRecoveryState
+    version: np.ndarray           # int32: the znode's version, i.e. the partition epoch
+
+
+class ColumnWriteResult(NamedTuple):
+    """Outcome of ``write_leader_and_isr_columns``: rows in the order written."""
+    version: np.ndarray           # int32: the new zkVersion; -1 where the write hit BADVERSION; -2 on another error
+    errors: dict                  # row -> the exception, for rows with version -2
+    check_failed: Exception | None  # the ControllerMovedError to raise once every batch of the round is written
 
 
 class PartitionStateStore(Protocol):
@@ -34,6 +54,17 @@ class PartitionStateStore(Protocol):
 
     def update_leader_and_isr(self, states: dict[tuple, LeaderAndIsr], controller_epoch: int,
                               expected_controller_epoch_zk_version: int) -> UpdateLeaderAndIsrResult:
+        ...
+
+    # The batch path's forms (optional: a store without them gets the per-partition path). The same
+    # requests in the same order as the per-partition calls: one fenced conditional write per partition.
+    def read_partition_state_columns(self, topic: str, partitions: np.ndarray) -> PartitionStateColumns:
+        ...
+
+    def write_leader_and_isr_columns(self, topic: str, partitions: np.ndarray, leader: np.ndarray,
+                                     leader_epoch: np.ndarray, isr: np.ndarray, recovery: np.ndarray,
+                                     expected_version: np.ndarray, controller_epoch: int,
+                                     expected_controller_epoch_zk_version: int) -> ColumnWriteResult:
         ...
 
 

@@ -21,6 +21,7 @@ from statemachines.errors import (
     ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name,
 )
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
+from statemachines.replica_batch import offline_replicas_batch
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, VALID_PREVIOUS_REPLICA_BYTES,
@@ -149,6 +150,8 @@ class ReplicaStateMachine:
                         False)
             self._succeed(valid, curs, target)
         elif target == OFFLINE_REPLICA:
+            if self.batch_path and offline_replicas_batch(self, replica_id, valid, curs):
+                return
             for rep in valid:
                 batch.add_stop_replica_request_for_brokers((replica_id,), (rep[0], rep[1]), False)
             with_info: dict[tuple, int] = {}

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import structlog
 
+from controller.store.state_columns import PartitionStateColumnsMixin
 from controller.store.zk_data import (
     BROKER_IDS_PATH, CLUSTER_ID_PATH, CONFIG_CHANGES_PATH, CONFIG_CHANGE_PREFIX, CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH, DELETE_TOPICS_PATH, FEATURE_PATH, INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
@@ -140,7 +141,7 @@ def _assignment(value) -> ReplicaAssignment:
     return value if isinstance(value, ReplicaAssignment) else ReplicaAssignment(tuple(value))
 
 
-class KafkaZkClient:
+class KafkaZkClient(PartitionStateColumnsMixin):
     """A broker's (or admin's) ZooKeeper connection with Kafka's operations on it."""
 
     def __init__(self, zk: ZooKeeper, *, session_timeout_ms: int = 18000, clock: Callable[[], int],

@@ -12,10 +12,11 @@ from collections.abc import Iterable
 
 from statemachines.errors import ControllerMovedError, StoreError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from controller.store.state_columns import PartitionStateColumnsMixin
 from statemachines.ports import UpdateLeaderAndIsrResult
 
 
-class InMemoryPartitionStateStore:
+class InMemoryPartitionStateStore(PartitionStateColumnsMixin):
     """``/state`` znodes keyed by (topic, partition); ``partition_epoch`` is the znode version."""
 
     def __init__(self) -> None:

@@ -1,0 +1,175 @@
+"""The batch path of the ReplicaStateMachine: OfflineReplica for many replicas of one broker as array work.
+
+``offline_replicas_batch`` is ``ReplicaStateMachine._do_handle_state_changes(broker, replicas, OfflineReplica)``
+for the common case — every replica has a state valid for the move, every partition has leadership info
+in the context and a ``/state`` in the store written by this controller's epoch or an older one, no topic
+is queued for deletion: StopReplica to the broker, the broker removed from each ISR with one fenced
+conditional write per partition (Kafka's ``removeReplicasFromIsr``), LeaderAndIsr to the other replicas,
+UpdateMetadata, and the records, in the per-partition path's order. Anything else returns False before it
+has changed anything, and the caller takes the per-partition path (the reference: both give the same
+records and store bytes, tests/test_batch_differential.py).
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated
+from statemachines.election_arrays import remove_replica_from_isrs
+from statemachines.errors import StateChangeFailedError
+from statemachines.leader_and_isr import TopicPartition
+from statemachines.states import OFFLINE_REPLICA
+
+_MIN_ROWS = 1  # the batch path serves every size (the differential tests drive it on small clusters)
+
+
+def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: list[int]) -> bool:
+    """Move ``replicas`` (all of broker ``replica_id``, each valid for OfflineReplica, ``curs`` their states)
+    to OfflineReplica; False (nothing done) when the per-partition path must do it."""
+    ctx, store = sm.context, sm.store
+    if len(replicas) < _MIN_ROWS or not hasattr(store, "write_leader_and_isr_columns"):
+        return False
+    segments = ctx.topic_segments(replicas)
+    if segments is None:
+        return False
+    for ts, parts, _, _ in segments:
+        if ctx.is_topic_queued_up_for_deletion(ts.name):
+            return False
+        col, _ = ctx.replica_states_array(ts, parts, replica_id)
+        if (col < 0).any() or (ctx.leadership_arrays(ts, parts)[2] == -1).any():
+            return False
+    # From here on the batch changes things, in the per-partition path's order.
+    batch = sm.batch
+    epoch = ctx.epoch
+    tps = [(t, p) for t, p, _ in replicas]
+    batch.add_stop_replica_requests(replica_id, tps, [ctx.leader_epoch(tp) for tp in tps], False)
+    reads = []
+    try:
+        for ts, parts, _, _ in segments:
+            reads.append(store.read_partition_state_columns(ts.name, parts))
+    except Exception as exc:   # a failed read fails every partition, no retry
+        for rep, cur in zip(replicas, curs):
+            sm._log_failed_state_change(rep, cur, OFFLINE_REPLICA, exc)
+        sm._succeed([], [], OFFLINE_REPLICA)
+        return True
+    failed_reads: list[tuple[int, Exception]] = []
+    for (ts, parts, start, _), r in zip(segments, reads):
+        for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
+            tp = tps[start + i]
+            failed_reads.append((start + i, StateChangeFailedError(
+                f"Failed to change state of replica {replica_id} for partition {TopicPartition(*tp)} since the "
+                f"leader and isr path in zookeeper is empty") if not r.exists[i] else StateChangeFailedError(
+                f"Leader and isr path written by another controller. This probably means the current controller "
+                f"with epoch {epoch} went through a soft failure and another controller was elected with epoch "
+                f"{int(r.controller_epoch[i])}. Aborting state change by this controller")))
+
+    written = []   # per segment: (rows written, new leader, new leader epoch, new ISR, recovery, new version)
+    check_failed = None
+    errors: list[tuple[int, Exception]] = []   # (row, error) of writes that failed otherwise than BADVERSION
+    retry: list[int] = []                      # rows whose write hit BADVERSION
+    for (ts, parts, start, _), r in zip(segments, reads):
+        new_leader, new_isr, contains = remove_replica_from_isrs(r.leader, r.isr, replica_id)
+        usable = r.exists & (r.controller_epoch <= epoch)
+        contains &= usable
+        keep = ~contains & usable
+        if keep.any():  # nothing to write: cached as read, under this controller's epoch
+            ctx.put_leadership_arrays(ts, parts[keep], r.leader[keep], r.leader_epoch[keep],
+                                      ctx.codes_of_rows(r.isr[keep]), r.recovery[keep], r.version[keep], epoch)
+        rows = np.flatnonzero(contains)
+        version = np.zeros(0, dtype=np.int32)
+        if len(rows):
+            res = store.write_leader_and_isr_columns(
+                ts.name, parts[rows], new_leader[rows], r.leader_epoch[rows] + 1, new_isr[rows], r.recovery[rows],
+                r.version[rows], epoch, ctx.epoch_zk_version)
+            check_failed = check_failed or res.check_failed
+            version = res.version
+            errors.extend((start + int(rows[i]), e) for i, e in sorted(res.errors.items()))
+            retry.extend((start + rows[version == -1]).tolist())
+        ok = version >= 0
+        written.append((rows[ok], new_leader[rows][ok], r.leader_epoch[rows][ok] + 1, new_isr[rows][ok],
+                        r.recovery[rows][ok], version[ok]))
+    if check_failed is not None:
+        raise check_failed
+
+    # Written partitions: cached and recorded (LeaderAndIsrUpdated), in row order.
+    for (ts, parts, start, _), (rows, leader, leader_epoch, isr, recovery, version) in zip(segments, written):
+        if not len(rows):
+            continue
+        ctx.put_leadership_arrays(ts, parts[rows], leader, leader_epoch, ctx.codes_of_rows(isr), recovery,
+                                  version, epoch)
+        isr_tuples = [tuple(x for x in row if x >= 0) for row in isr.tolist()]
+        sm.journal.emit_rows(LeaderAndIsrUpdated, [
+            (ts.name, p, ld, le, i, v, rc, UPDATE_OFFLINE_REPLICA, replica_id)
+            for p, ld, le, i, v, rc in zip(parts[rows].tolist(), leader.tolist(), leader_epoch.tolist(),
+                                             isr_tuples, version.tolist(), recovery.tolist())])
+    for row, exc in failed_reads + errors:
+        sm._log_failed_state_change(replicas[row], curs[row], OFFLINE_REPLICA, exc)
+    for row in retry:
+        sm._log.debug(f"Controller failed to remove replica {replica_id} from ISR of partition "
+                      f"{TopicPartition(*tps[row])}. This will be retried.")
+    # Kafka's order of the results: the partitions without the broker in their ISR first, then the written
+    # ones, then those of the retries.
+    updated_rows = []
+    for (ts, parts, start, _), (rows, *_rest) in zip(segments, written):
+        mask = np.ones(len(parts), dtype=bool)
+        mask[rows] = False
+        for row in retry:
+            if start <= row < start + len(parts):
+                mask[row - start] = False
+        for row, _ in failed_reads + errors:
+            if start <= row < start + len(parts):
+                mask[row - start] = False
+        updated_rows.append((ts, parts, start, np.flatnonzero(mask)))
+    for (ts, parts, start, _), (rows, *_rest) in zip(segments, written):
+        updated_rows.append((ts, parts, start, rows))
+    later = {}
+    if retry:
+        later = sm._remove_replicas_from_isr(replica_id, [tps[row] for row in retry],
+                                             {replicas[row]: curs[row] for row in retry})
+
+    log_info = sm.trace_transitions and sm._log.is_enabled_for(logging.INFO)
+    tuples = ctx.pool.tuples
+    recipients, req_tps, states, done = [], [], [], []
+    for ts, parts, start, rows in updated_rows:
+        if not len(rows):
+            continue
+        sel = parts[rows]
+        ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
+        rcodes = ctx.assignment_codes(ts, sel).tolist()
+        adding, removing = ts.adding, ts.removing
+        for i, p in enumerate(sel.tolist()):
+            tp = (ts.name, p)
+            replicas_ = tuples[rcodes[i]]
+            isr = tuples[icode[i]]
+            if log_info:
+                sm._log.info(f"Partition {TopicPartition(*tp)} state changed to "
+                             f"(Leader:{leader[i]},ISR:{','.join(map(str, isr))},LeaderRecoveryState:"
+                             f"{'RECOVERED' if rec[i] == 0 else 'RECOVERING'},LeaderEpoch:{le[i]},ZkVersion:{pe[i]},"
+                             f"ControllerEpoch:{ce[i]}) after removing replica {replica_id} from the ISR as part of "
+                             f"transition to OfflineReplica", epoch=epoch)
+            recipients.append([r for r in replicas_ if r != replica_id])
+            req_tps.append(tp)
+            states.append((ce[i], leader[i], le[i], isr, pe[i], replicas_, adding.get(p, ()), removing.get(p, ()),
+                           rec[i]))
+            done.append((ts.name, p, replica_id))
+    cur_of_row = np.asarray(curs, dtype=np.uint8)
+    done_curs = cur_of_row[np.concatenate([start + rows for _, _, start, rows in updated_rows])].tolist()
+    for tp, info in later.items():
+        if log_info:
+            sm._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after removing replica "
+                         f"{replica_id} from the ISR as part of transition to OfflineReplica", epoch=epoch)
+        lai = info.leader_and_isr
+        full = ctx.partition_full_replica_assignment(tp)
+        recipients.append([r for r in full.replicas if r != replica_id])
+        req_tps.append(tp)
+        states.append((info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
+                       full.replicas, full.adding_replicas, full.removing_replicas, lai.recovery_state))
+        rep = (tp[0], tp[1], replica_id)
+        done.append(rep)
+        done_curs.append(ctx.replica_state(rep))
+    batch.add_leader_and_isr_requests(recipients, req_tps, states, False)
+
+    # ReplicaTransition records (Kafka's logSuccessfulTransition) and the new states, in the results' order.
+    sm._succeed(done, done_curs, OFFLINE_REPLICA)
+    return True
