@@ -13,6 +13,7 @@ only when a payload holds a columnar batch.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 import msgpack
@@ -54,6 +55,28 @@ def encode_batch(records: Sequence) -> bytes:
                          default=_encode_element)
 
 
+def encode_batch_pieces(elements: Sequence) -> list:
+    """The bytes of ``encode_batch(elements)`` in pieces (for a vectored write): columnar batches'
+    column buffers as they are, not copied into one payload."""
+    columns = _columns()
+    batch_type = columns.ColumnBatch
+    pieces = [columns._array_header(len(elements))]
+    run = 0   # start of the current run of row records
+    for i, e in enumerate(elements):
+        if type(e) is batch_type:
+            if run < i:
+                pieces.append(_strip_array_header(i - run, encode_batch(elements[run:i])))
+            pieces += e.encode_pieces()
+            run = i + 1
+    if run < len(elements):
+        pieces.append(_strip_array_header(len(elements) - run, encode_batch(elements[run:])))
+    return pieces
+
+
+def _strip_array_header(n: int, packed: bytes) -> bytes:
+    return packed[1 if n <= 0x0F else 3 if n <= 0xFFFF else 5:]
+
+
 class _BadElement:
     """What the ext hook returns for an ext that is not a valid columnar batch (reported with its index)."""
     __slots__ = ("reason",)
@@ -80,7 +103,59 @@ class _ExtHook:
             return _BadElement(str(exc))
 
 
+_U16, _U32 = struct.Struct(">H"), struct.Struct(">I")
+
+
+def _columnar_spans(payload: bytes) -> list | None:
+    """(ext code, start, end) of each element of a payload whose elements are all msgpack exts
+    (columnar batches, as a batch that holds nothing else has), found from the ext headers alone;
+    None for any other payload (msgpack decodes those)."""
+    size = len(payload)
+    if not size:
+        return None
+    b = payload[0]
+    if 0x91 <= b <= 0x9F:
+        n, pos = b & 0x0F, 1
+    elif b == 0xDC and size >= 3:
+        n, pos = _U16.unpack_from(payload, 1)[0], 3
+    elif b == 0xDD and size >= 5:
+        n, pos = _U32.unpack_from(payload, 1)[0], 5
+    else:
+        return None
+    spans = []
+    for _ in range(n):
+        if pos + 6 > size:
+            return None
+        b = payload[pos]
+        if 0xD4 <= b <= 0xD8:
+            length, code, start = 1 << (b - 0xD4), payload[pos + 1], pos + 2
+        elif b == 0xC7:
+            length, code, start = payload[pos + 1], payload[pos + 2], pos + 3
+        elif b == 0xC8:
+            length, code, start = _U16.unpack_from(payload, pos + 1)[0], payload[pos + 3], pos + 4
+        elif b == 0xC9:
+            length, code, start = _U32.unpack_from(payload, pos + 1)[0], payload[pos + 5], pos + 6
+        else:
+            return None
+        pos = start + length
+        spans.append((code - 256 if code > 127 else code, start, pos))
+    return spans if pos == size else None
+
+
 def _unpack(payload: bytes) -> tuple[tuple, int]:
+    spans = _columnar_spans(payload)
+    if spans is not None:   # only columnar batches: their arrays are views of the payload
+        columns = _columns()
+        out = []
+        for code, start, end in spans:
+            if code != EXT_COLUMNS:
+                out.append(_BadElement(f"msgpack ext type {code} is not a columnar batch (ext type {EXT_COLUMNS})"))
+                continue
+            try:
+                out.append(columns.ColumnBatch.decode(payload, start, end))
+            except columns.ColumnBatchError as exc:
+                out.append(_BadElement(str(exc)))
+        return tuple(out), len(out)
     hook = _ExtHook()
     try:
         arrays = msgpack.unpackb(payload, use_list=False, raw=False, ext_hook=hook)

@@ -28,6 +28,7 @@ columnar (:data:`COLUMN_KINDS`); a str-or-None, bytes or nested-tuple field has 
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from functools import partial
 from itertools import chain, repeat
@@ -62,7 +63,7 @@ _INT_TUPLE_FIELDS = {
     ("UpdateMetadataPartition", "replicas"), ("UpdateMetadataPartition", "offline_replicas"),
     ("RequestSent", "live_brokers"), ("LeaderAndIsrUpdated", "isr"),
     ("ReplicaAssignmentChanged", "replicas"), ("ReplicaAssignmentChanged", "adding_replicas"),
-    ("ReplicaAssignmentChanged", "removing_replicas"), ("LiveBrokersChanged", "shutting_down"),
+    ("ReplicaAssignmentChanged", "removing_replicas"),
 }
 _BY_ANNOTATION = {"int": INT, "bool": BOOL, "str": STR}
 
@@ -139,9 +140,18 @@ def _object_array(items) -> np.ndarray:
     return a
 
 
-def _readonly(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
+def _owned(a, dtype) -> np.ndarray:
+    """``a`` as a new read-only array of ``dtype`` over a bytes object of its own (which
+    :meth:`ColumnBatch.encode_pieces` then writes as it is, without another copy)."""
+    return np.frombuffer(np.ascontiguousarray(a, dtype=dtype).tobytes(), dtype=dtype)
+
+
+def _bytes_of(a: np.ndarray) -> bytes:
+    """The array's bytes: its own buffer when it is a whole bytes object (built or decoded here)."""
+    base = a.base
+    if type(base) is bytes and len(base) == a.nbytes:
+        return base
+    return a.tobytes()
 
 
 def _as_numpy(name: str, values) -> np.ndarray:
@@ -163,12 +173,12 @@ def _narrow_ints(name: str, values) -> np.ndarray:
         raise ColumnBatchError(f"column {name}: expected a 1-D sequence of ints, got shape {a.shape}")
     if a.dtype.kind not in "iu":
         if a.size == 0:
-            return _readonly(np.empty(0, dtype=_DTYPES["u1"]))
+            return _owned((), _DTYPES["u1"])
         if a.dtype == object and all(type(v) is int for v in a.tolist()):
             raise ColumnBatchError(f"column {name}: values outside the int64 range")
         raise ColumnBatchError(f"column {name}: expected ints, got dtype {a.dtype}")
     if a.size == 0:
-        return _readonly(np.empty(0, dtype=_DTYPES["u1"]))
+        return _owned((), _DTYPES["u1"])
     lo, hi = int(a.min()), int(a.max())
     if lo >= 0 and hi <= 255:
         dtype = _DTYPES["u1"]
@@ -178,7 +188,7 @@ def _narrow_ints(name: str, values) -> np.ndarray:
         dtype = _DTYPES["i8"]
     else:
         raise ColumnBatchError(f"column {name}: values outside the int64 range (min {lo}, max {hi})")
-    return _readonly(a.astype(dtype, copy=True))
+    return _owned(a, dtype)
 
 
 def _bools(name: str, values) -> np.ndarray:
@@ -187,9 +197,9 @@ def _bools(name: str, values) -> np.ndarray:
         raise ColumnBatchError(f"column {name}: expected a 1-D sequence of bools, got shape {a.shape}")
     if a.dtype != np.bool_:
         if a.size == 0:
-            return _readonly(np.empty(0, dtype=np.bool_))
+            return _owned((), np.bool_)
         raise ColumnBatchError(f"column {name}: expected bools, got dtype {a.dtype}")
-    return _readonly(a.copy())
+    return _owned(a, np.bool_)
 
 
 def _strings(name: str, values) -> DictColumn:
@@ -217,7 +227,7 @@ def _strings(name: str, values) -> DictColumn:
         raise ColumnBatchError(f"column {name}: expected strings, got {bad!r:.100}")
     if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= len(dictionary)):
         raise ColumnBatchError(f"column {name}: dictionary codes outside 0..{len(dictionary) - 1}")
-    return DictColumn(dictionary, _readonly(codes.astype(np.int32, copy=True)))
+    return DictColumn(dictionary, _owned(codes, _DTYPES["i4"]))
 
 
 def _int_tuples(name: str, values) -> ListColumn:
@@ -246,7 +256,7 @@ def _int_tuples(name: str, values) -> ListColumn:
         np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] > _INT32_MAX:
         raise ColumnBatchError(f"column {name}: more than 2**31 - 1 values in one batch")
-    return ListColumn(_readonly(offsets.astype(np.int32)), _narrow_ints(name, flat))
+    return ListColumn(_owned(offsets, _DTYPES["i4"]), _narrow_ints(name, flat))
 
 
 _BUILD = {INT: _narrow_ints, BOOL: _bools, STR: _strings, INTS: _int_tuples}
@@ -392,7 +402,8 @@ class ColumnBatch:
                 columns.append(DictColumn(c.dictionary, c.codes[start:stop]))
             elif isinstance(c, ListColumn):
                 lo, hi = int(c.offsets[start]), int(c.offsets[stop])
-                columns.append(ListColumn(_readonly(c.offsets[start:stop + 1] - np.int32(lo)), c.values[lo:hi]))
+                columns.append(ListColumn(_owned(c.offsets[start:stop + 1] - np.int32(lo), _DTYPES["i4"]),
+                                          c.values[lo:hi]))
             else:
                 columns.append(c[start:stop])
         return ColumnBatch(self.cls, self.first_offset + start, self.header, stop - start, tuple(columns), v=self.v)
@@ -439,31 +450,45 @@ class ColumnBatch:
 
     def encode(self) -> msgpack.ExtType:
         """The msgpack element of a batch payload: ext type EXT_COLUMNS around the batch's array."""
-        cols = []
+        return msgpack.ExtType(EXT_COLUMNS, b"".join(self._inner_pieces()))
+
+    def encode_pieces(self) -> list[bytes]:
+        """The element's msgpack bytes (those ``msgpack.packb(self.encode())`` gives) in pieces:
+        the columns' buffers as they are, framing in between; for vectored writes."""
+        inner = self._inner_pieces()
+        return [_ext_header(EXT_COLUMNS, sum(map(len, inner))), *inner]
+
+    def _inner_pieces(self) -> list[bytes]:
+        pack = _pack
+        head = (self.cls.KIND, self.v, self.first_offset, self.controller_id, self.controller_epoch,
+                self.timestamp_ms, self.cause_offset, self.n)
+        pieces = [_array_header(9) + pack(head)[1:] + _array_header(len(self.columns))]
         for c in self.columns:
             if isinstance(c, DictColumn):
-                cols.append((_TAG[STR], list(c.dictionary), memoryview(c.codes)))
+                codes = _bytes_of(c.codes)
+                pieces += [_array_header(3) + pack(_TAG[STR]) + pack(list(c.dictionary)) + _bin_header(len(codes)),
+                           codes]
             elif isinstance(c, ListColumn):
-                cols.append((_TAG[INTS], _dtype_name(c.values), memoryview(c.offsets), memoryview(c.values)))
+                offsets, values = _bytes_of(c.offsets), _bytes_of(c.values)
+                pieces += [_array_header(4) + pack(_TAG[INTS]) + pack(_dtype_name(c.values))
+                           + _bin_header(len(offsets)), offsets, _bin_header(len(values)), values]
             elif c.dtype == np.bool_:
-                cols.append((_TAG[BOOL], memoryview(c.view(np.uint8))))
+                data = _bytes_of(c)
+                pieces += [_array_header(2) + pack(_TAG[BOOL]) + _bin_header(len(data)), data]
             else:
-                cols.append((_TAG[INT], _dtype_name(c), memoryview(c)))
-        inner = (self.cls.KIND, self.v, self.first_offset, self.controller_id, self.controller_epoch,
-                 self.timestamp_ms, self.cause_offset, self.n, cols)
-        return msgpack.ExtType(EXT_COLUMNS, msgpack.packb(inner, use_bin_type=True))
+                data = _bytes_of(c)
+                pieces += [_array_header(3) + pack(_TAG[INT]) + pack(_dtype_name(c)) + _bin_header(len(data)), data]
+        return pieces
 
     @classmethod
-    def decode(cls_, data: bytes | msgpack.ExtType) -> ColumnBatch:
-        """Parse an element's ext data (or the ExtType itself); ColumnBatchError if it breaks the format."""
+    def decode(cls_, data: bytes | memoryview | msgpack.ExtType, start: int = 0, end: int | None = None) -> ColumnBatch:
+        """Parse an element's ext data (``data[start:end]``, or the ExtType itself); ColumnBatchError
+        if it breaks the format. The columns are views of ``data`` (no copy of the column bytes)."""
         if isinstance(data, msgpack.ExtType):
             if data.code != EXT_COLUMNS:
                 raise ColumnBatchError(f"msgpack ext type {data.code} is not a columnar batch ({EXT_COLUMNS})")
             data = data.data
-        try:
-            inner = msgpack.unpackb(data, use_list=False, raw=False)
-        except Exception as exc:  # msgpack raises several unrelated types
-            raise ColumnBatchError(f"columnar batch is not valid msgpack: {exc}") from None
+        inner = _parse(data, start, len(data) if end is None else end)
         if type(inner) is not tuple or len(inner) != 9:
             raise ColumnBatchError(f"columnar batch is not an array of 9 elements: {inner!r:.200}")
         kind, v, first, cid, epoch, ts, cause, n, cols = inner
@@ -495,25 +520,50 @@ class ColumnBatch:
         strings dictionary-encoded (int32 codes), int tuples as list<int64>.
         """
         import pyarrow as pa
+        import pyarrow.compute as pc
         n, first = self.n, self.first_offset
         int64 = pa.int64()
-        arrays = [pa.repeat(pa.scalar(self.cls.KIND, int64), n), pa.repeat(pa.scalar(self.v, int64), n),
-                  pa.array(np.arange(first, first + n, dtype=np.int64)),
-                  pa.repeat(pa.scalar(self.controller_id, int64), n),
-                  pa.repeat(pa.scalar(self.controller_epoch, int64), n),
-                  pa.repeat(pa.scalar(self.timestamp_ms, int64), n), pa.repeat(pa.scalar(self.cause_offset, int64), n)]
+        nulls = pa.nulls(n, int64)   # constant columns are filled in Arrow's memory pool (no numpy buffer)
+        arrays = [pc.fill_null(nulls, value) for value in (self.cls.KIND, self.v)]
+        arrays.append(pa.array(np.arange(first, first + n, dtype=np.int64)))
+        arrays += [pc.fill_null(nulls, value) for value in self.header]
         for c in self.columns:
             if isinstance(c, DictColumn):
-                arrays.append(pa.DictionaryArray.from_arrays(pa.array(c.codes, pa.int32()),
-                                                             pa.array(c.dictionary, pa.string())))
+                arrays.append(pa.DictionaryArray.from_arrays(pa.array(c.codes), pa.array(c.dictionary, pa.string())))
             elif isinstance(c, ListColumn):
-                arrays.append(pa.ListArray.from_arrays(pa.array(c.offsets, pa.int32()),
-                                                       pa.array(c.values.astype(np.int64))))
+                arrays.append(pa.ListArray.from_arrays(pa.array(c.offsets), pa.array(c.values).cast(int64)))
             elif c.dtype == np.bool_:
-                arrays.append(pa.array(c, pa.bool_()))
+                arrays.append(pa.array(c))
             else:
-                arrays.append(pa.array(c.astype(np.int64, copy=False)))
+                arrays.append(pa.array(c).cast(int64))
         return pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(self.cls))
+
+
+# msgpack framing, as msgpack-python writes it (the smallest form), so that the pieces joined are
+# the bytes msgpack.packb gives for the same element.
+_pack = msgpack.Packer(use_bin_type=True).pack
+_U8, _U16, _U32 = struct.Struct(">B"), struct.Struct(">H"), struct.Struct(">I")
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
+
+
+def _array_header(n: int) -> bytes:
+    if n <= 0x0F:
+        return bytes((0x90 | n,))
+    return b"\xdc" + _U16.pack(n) if n <= 0xFFFF else b"\xdd" + _U32.pack(n)
+
+
+def _bin_header(n: int) -> bytes:
+    if n <= 0xFF:
+        return b"\xc4" + _U8.pack(n)
+    return b"\xc5" + _U16.pack(n) if n <= 0xFFFF else b"\xc6" + _U32.pack(n)
+
+
+def _ext_header(code: int, n: int) -> bytes:
+    if n in _FIXEXT:
+        return bytes((_FIXEXT[n], code))
+    if n <= 0xFF:
+        return bytes((0xC7, n, code))
+    return (b"\xc8" + _U16.pack(n) if n <= 0xFFFF else b"\xc9" + _U32.pack(n)) + bytes((code,))
 
 
 def _decode_column(kind_name: str, field: str, type_: str, column, n: int):
@@ -551,7 +601,7 @@ def _decode_column(kind_name: str, field: str, type_: str, column, n: int):
 
 
 def _array(where: str, data, dtype: str, n: int | None) -> np.ndarray:
-    if type(data) is not bytes:
+    if type(data) is not memoryview:
         raise ColumnBatchError(f"{where}: expected a bin buffer, got {type(data).__name__}")
     try:
         dt = _DTYPES[dtype]
@@ -560,6 +610,94 @@ def _array(where: str, data, dtype: str, n: int | None) -> np.ndarray:
     if len(data) % dt.itemsize or (n is not None and len(data) != n * dt.itemsize):
         raise ColumnBatchError(f"{where}: {len(data)} bytes of {dtype}, expected {n} values")
     return np.frombuffer(data, dtype=dt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing an element without copying its buffers
+# ---------------------------------------------------------------------------------------------
+
+_I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
+_U64, _F32, _F64 = struct.Struct(">Q"), struct.Struct(">f"), struct.Struct(">d")
+# first byte -> (struct of the value or length, what it is) for the fixed-width forms
+_WIDTH = {0xCC: (_U8, "int"), 0xCD: (_U16, "int"), 0xCE: (_U32, "int"), 0xCF: (_U64, "int"),
+          0xD0: (_I8, "int"), 0xD1: (_I16, "int"), 0xD2: (_I32, "int"), 0xD3: (_I64, "int"),
+          0xCA: (_F32, "float"), 0xCB: (_F64, "float"),
+          0xD9: (_U8, "str"), 0xDA: (_U16, "str"), 0xDB: (_U32, "str"),
+          0xC4: (_U8, "bin"), 0xC5: (_U16, "bin"), 0xC6: (_U32, "bin"),
+          0xDC: (_U16, "array"), 0xDD: (_U32, "array"), 0xDE: (_U16, "map"), 0xDF: (_U32, "map")}
+
+
+class _Parser:
+    """msgpack, as ``msgpack.unpackb(use_list=False, raw=False)`` reads it, except that a bin is a
+    memoryview of the input (zero-copy) and an ext is refused (none belongs inside a columnar batch)."""
+
+    __slots__ = ("data", "pos", "end")
+
+    def __init__(self, data, start: int, end: int):
+        self.data = data if type(data) is memoryview else memoryview(data)
+        self.pos, self.end = start, end
+
+    def _take(self, n: int) -> int:
+        at = self.pos
+        if n < 0 or at + n > self.end:
+            raise ValueError("truncated")
+        self.pos = at + n
+        return at
+
+    def value(self):
+        b = self.data[self._take(1)]
+        if b <= 0x7F:
+            return b
+        if b >= 0xE0:
+            return b - 0x100
+        if 0xA0 <= b <= 0xBF:
+            return self._str(b & 0x1F)
+        if 0x90 <= b <= 0x9F:
+            return self._array(b & 0x0F)
+        if 0x80 <= b <= 0x8F:
+            return self._map(b & 0x0F)
+        if b == 0xC0:
+            return None
+        if b in (0xC2, 0xC3):
+            return b == 0xC3
+        try:
+            st, what = _WIDTH[b]
+        except KeyError:
+            raise ValueError(f"unexpected msgpack type byte 0x{b:02x}") from None
+        x = st.unpack_from(self.data, self._take(st.size))[0]
+        if what in ("int", "float"):
+            return x
+        if what == "str":
+            return self._str(x)
+        if what == "bin":
+            at = self._take(x)
+            return self.data[at:at + x]
+        return self._array(x) if what == "array" else self._map(x)
+
+    def _str(self, n: int) -> str:
+        at = self._take(n)
+        return str(self.data[at:at + n], "utf-8")
+
+    def _array(self, n: int) -> tuple:
+        return tuple(self.value() for _ in range(n))
+
+    def _map(self, n: int) -> dict:
+        out = {}
+        for _ in range(n):
+            key = self.value()
+            out[key] = self.value()   # (an unhashable key raises TypeError, reported as invalid)
+        return out
+
+
+def _parse(data, start: int, end: int):
+    parser = _Parser(data, start, end)
+    try:
+        value = parser.value()
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise ColumnBatchError(f"columnar batch is not valid msgpack: {exc}") from None
+    if parser.pos != end:
+        raise ColumnBatchError(f"columnar batch is not valid msgpack: {end - parser.pos} bytes after its array")
+    return value
 
 
 # ---------------------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ from itertools import chain
 from operator import itemgetter
 from typing import NamedTuple
 
-from events.codec import encode_batch
+from events.codec import encode_batch, encode_batch_pieces
 from events.segment import (
-    SEGMENT_HEADER_SIZE, SEGMENT_SUFFIX, Batch, LogCorruptError, LogError,
-    LogNotFoundError, LogRecordError, TornTail, encode_batch_header, encode_segment_header,
-    parse_segment_name, scan_segment, segment_name,
+    BATCH_HEADER_SIZE, SEGMENT_HEADER_SIZE, SEGMENT_SUFFIX, Batch, LogCorruptError, LogError,
+    LogNotFoundError, LogRecordError, TornTail, crc32c_extend, encode_batch_header, encode_batch_header_for,
+    encode_segment_header, parse_segment_name, scan_segment, segment_name,
 )
 
 __all__ = [
@@ -280,6 +280,7 @@ class LogWriter:
         # len(self._buffer) >= self._limit <=> the buffer holds >= batch_records records (a
         # buffered columnar batch of n records lowers the limit by n - 1).
         self._limit = batch_records
+        self._columns_buffered = 0
         self._fd: int | None = None
         self._dir_fd: int | None = None
         self._segment_path = ""
@@ -351,6 +352,7 @@ class LogWriter:
             return
         self._next += n
         self._buffer.append(batch)
+        self._columns_buffered += 1
         self._limit -= n - 1
         if len(self._buffer) >= self._limit:
             self._write_buffer()
@@ -515,22 +517,38 @@ class LogWriter:
         buffer, self._buffer = self._buffer, []
         n = len(buffer) + self._batch_records - self._limit
         self._limit = self._batch_records
-        self._write_batch(buffer, n)
+        columnar, self._columns_buffered = self._columns_buffered, 0
+        self._write_batch(buffer, n, columnar > 0)
 
-    def _write_batch(self, records: list, n: int | None = None) -> None:
-        """Write elements (records, columnar batches: ``n`` records in all, default one per element) as a batch."""
+    def _write_batch(self, records: list, n: int | None = None, columnar: bool = False) -> None:
+        """Write elements as a batch: records and (``columnar``) columnar batches, ``n`` records in all
+        (default one per element). A payload with columnar batches is written in pieces (os.writev):
+        their column buffers are checksummed and written without being copied into one payload."""
         try:
-            payload = encode_batch(records)
             if n is None:
                 n = len(records)
             first, last = records[0], records[-1]
-            data = encode_batch_header(self._written_end, n, payload,
-                                       first[5] if isinstance(first, tuple) else first.timestamp_ms,
-                                       last[5] if isinstance(last, tuple) else last.timestamp_ms) + payload
-            if self._position > SEGMENT_HEADER_SIZE and self._position + len(data) > self._segment_bytes:
+            timestamps = (first[5] if isinstance(first, tuple) else first.timestamp_ms,
+                          last[5] if isinstance(last, tuple) else last.timestamp_ms)
+            if columnar:
+                pieces = encode_batch_pieces(records)
+                crc = 0
+                for piece in pieces:
+                    crc = crc32c_extend(crc, piece)
+                length = sum(map(len, pieces))
+                pieces.insert(0, encode_batch_header_for(self._written_end, n, length, crc, *timestamps))
+                size = BATCH_HEADER_SIZE + length
+            else:
+                payload = encode_batch(records)
+                data = encode_batch_header(self._written_end, n, payload, *timestamps) + payload
+                size = len(data)
+            if self._position > SEGMENT_HEADER_SIZE and self._position + size > self._segment_bytes:
                 self._roll()
-            _write_all(self._fd, data)
-            self._position += len(data)
+            if columnar:
+                _write_pieces(self._fd, pieces, size)
+            else:
+                _write_all(self._fd, data)
+            self._position += size
             self._written_end += n
             self._dirty = True
             if self._syncing and (self._interval_s is None
@@ -569,6 +587,18 @@ def _write_all(fd: int, data: bytes) -> None:
         view = memoryview(data)
         while written < len(data):
             written += os.write(fd, view[written:])
+
+
+_MAX_PIECES = 512   # well below IOV_MAX (1024 on Linux)
+
+
+def _write_pieces(fd: int, pieces: list, size: int) -> None:
+    """Write the pieces back to back with as few system calls as possible (one os.writev, usually)."""
+    if len(pieces) > _MAX_PIECES:
+        pieces = [b"".join(pieces)]
+    written = os.writev(fd, pieces) if len(pieces) > 1 else os.write(fd, pieces[0])
+    if written != size:   # a short write: write the rest from one buffer
+        _write_all(fd, memoryview(b"".join(pieces))[written:])
 
 
 def _fsync_path(path: str) -> None:

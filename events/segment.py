@@ -35,6 +35,7 @@ _SEGMENT_NAME = re.compile(r"([0-9]{20})\.kclog", re.ASCII)
 _READ_BUFFER = 1 << 18
 
 crc32c = google_crc32c.value
+crc32c_extend = google_crc32c.extend
 
 
 class LogError(Exception):
@@ -88,8 +89,15 @@ def encode_segment_header(base_offset: int) -> bytes:
 
 def encode_batch_header(base_offset: int, record_count: int, payload: bytes,
                         first_timestamp_ms: int, last_timestamp_ms: int) -> bytes:
-    head = _BATCH_PREFIX.pack(base_offset, record_count, len(payload),
-                              first_timestamp_ms, last_timestamp_ms, crc32c(payload))
+    return encode_batch_header_for(base_offset, record_count, len(payload), crc32c(payload),
+                                   first_timestamp_ms, last_timestamp_ms)
+
+
+def encode_batch_header_for(base_offset: int, record_count: int, payload_length: int, payload_crc: int,
+                            first_timestamp_ms: int, last_timestamp_ms: int) -> bytes:
+    """A batch header from the payload's length and CRC32C (for a payload written in pieces)."""
+    head = _BATCH_PREFIX.pack(base_offset, record_count, payload_length,
+                              first_timestamp_ms, last_timestamp_ms, payload_crc)
     return head + _U32.pack(crc32c(head))
 
 

@@ -583,3 +583,71 @@ def test_emit_columns_reserves_nothing_when_the_columns_are_bad():
         journal.emit_columns(ReplicaTransition, topic=["t"], partition=[0, 1], replica=[1], from_state=[1],
                              to_state=[2])
     assert journal.next_offset == 0 and journal.records == []
+
+
+# ---------------------------------------------------------------------------------------------
+# The pieces the writer writes are the bytes msgpack writes
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 4, 8, 15, 16, 17, 255, 256, 65535, 65536, 70000])
+def test_msgpack_framing_is_msgpacks(size):
+    from events.columns import _array_header, _bin_header, _ext_header
+    data = b"x" * size
+    assert msgpack.packb(data) == _bin_header(size) + data
+    if size:
+        assert msgpack.packb(msgpack.ExtType(EXT_COLUMNS, data)) == _ext_header(EXT_COLUMNS, size) + data
+    assert msgpack.packb([0] * size) == _array_header(size) + b"\0" * size
+
+
+@settings(max_examples=30, deadline=None)
+@given(pieces=mixed_log(), split=st.integers(0, 40))
+def test_payload_pieces_join_to_the_payload(pieces, split):
+    elements = [e for p in pieces for e in ([p] if isinstance(p, ColumnBatch) else p)]
+    elements = elements[:split] + elements[split:]
+    assert b"".join(codec.encode_batch_pieces(elements)) == codec.encode_batch(elements)
+    for e in elements:
+        if isinstance(e, ColumnBatch):
+            assert b"".join(e.encode_pieces()) == msgpack.packb(e.encode())
+            assert b"".join(ColumnBatch.decode(e.encode()).encode_pieces()) == msgpack.packb(e.encode())
+
+
+# ---------------------------------------------------------------------------------------------
+# The format document
+# ---------------------------------------------------------------------------------------------
+
+DOC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "event-log-format.md")
+
+
+def _doc_section(title: str) -> str:
+    text = open(DOC, encoding="utf-8").read()
+    return text.split(title, 1)[1]
+
+
+def test_the_documented_example_is_what_the_writer_writes():
+    import re
+    block = _doc_section("### Example").split("```", 2)[1]
+    data = b""
+    for line in block.splitlines():
+        for token in re.findall(r'"[^"]*"|\S+', line):
+            if token.startswith('"'):
+                data += token[1:-1].encode()
+            elif re.fullmatch(r"(?:[0-9a-f]{2})+", token):
+                data += bytes.fromhex(token)
+            else:
+                break   # the comment
+    batch = ColumnBatch.from_columns(ReplicaTransition, 5, (1, 3, 1000, 4), topic=["orders", "orders", "audit"],
+                                     partition=[0, 1, 0], replica=[2, 2, 300], from_state=[1, 1, 1], to_state=[2, 2, 2])
+    assert data == codec.encode_batch([batch]) and len(data) == 110
+
+
+def test_the_documented_columnar_kinds_are_the_columnar_kinds():
+    import re
+    text = " ".join(_doc_section("**Kinds with a columnar form**").split("\n\n", 1)[0].split())
+    inputs, outputs = re.search(r"inputs ([\d, ]+?) and outputs ([\d, ]+)\.", text).groups()
+    documented = [int(k) for k in (inputs + ", " + outputs).split(", ")]
+    assert documented == sorted(COLUMN_KINDS)
+    listed = text.split('The "array of int" fields are: ', 1)[1].split(".", 1)[0]
+    documented_fields = {(cls_name, field) for part in listed.split("; ") for cls_name, fields in [part.split(" ", 1)]
+                         for field in re.findall(r"`(\w+)`", fields)}
+    assert documented_fields == {(KINDS[k].__name__, f) for k in COLUMN_KINDS
+                                 for f, t in zip(KINDS[k]._fields[HEADER_LEN:], COLUMN_KINDS[k]) if t == "ints"}
