@@ -21,6 +21,7 @@ from events.records import (
 )
 from statemachines import election
 from statemachines.errors import ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name
+from statemachines.partition_batch import elect_batch
 from statemachines.leader_and_isr import (
     INITIAL_LEADER_EPOCH, INITIAL_PARTITION_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition,
 )
@@ -212,6 +213,8 @@ class PartitionStateMachine:
             if to_elect:
                 if strategy is None:
                     raise ValueError("Election strategy is a required field when the target state is OnlinePartition")
+                if self.batch_path and elect_batch(self, to_elect, strategy, current, results, info):
+                    return results
                 for tp, res in self._elect_leader_for_partitions(to_elect, strategy, current).items():
                     if not isinstance(res, Exception):
                         lai, code = res

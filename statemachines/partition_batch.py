@@ -1,0 +1,186 @@
+"""The batch path of the PartitionStateMachine: leader elections of many partitions as array work.
+
+``elect_batch`` is the election branch of ``PartitionStateMachine._do_handle_state_changes`` (Offline or
+Online partitions to OnlinePartition) for the offline strategy (clean and unclean) and the
+controlled-shutdown strategy: the ``/state`` of each partition read and checked, the leader and ISR
+chosen by the array forms of Kafka's algorithms (``election_arrays``), one fenced conditional write per
+partition, the context, the LeaderAndIsr / UpdateMetadata requests, the failures and the
+PartitionTransition records, in the per-partition path's order. Write retries after BADVERSION go to the
+per-partition path inside the batch. Anything it does not cover (other strategies, replicas on offline log
+directories, a partition listed twice) returns False before it has changed anything, and the caller takes
+the per-partition path (the reference: tests/test_batch_differential.py holds both to the same records).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from events.records import (
+    ELECTION_CONTROLLED_SHUTDOWN, ELECTION_OFFLINE, ELECTION_OFFLINE_UNCLEAN, RECOVERING, PartitionTransition,
+)
+from statemachines import election_arrays as ea
+from statemachines.errors import StateChangeFailedError
+from statemachines.leader_and_isr import LeaderAndIsr, TopicPartition
+from statemachines.states import ONLINE_PARTITION, PARTITION_BY_BYTE
+
+
+def _rows_to_tuples(rows: np.ndarray) -> list[tuple]:
+    return [tuple(x for x in row if x >= 0) for row in rows.tolist()]
+
+
+def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: dict, log_info: bool) -> bool:
+    """Elect leaders for ``partitions`` (each valid for OnlinePartition and not New), filling ``results`` as
+    the per-partition path does; False (nothing done) when that path must do it."""
+    from statemachines.partition_state_machine import (
+        ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy,
+    )
+    ctx, store = sm.context, sm.store
+    offline = isinstance(strategy, OfflinePartitionLeaderElectionStrategy)
+    shutdown = isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy)
+    if not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns") or ctx.has_offline_dirs():
+        return False
+    segments = ctx.topic_segments(partitions)
+    if segments is None:
+        return False
+    epoch = ctx.epoch
+    failures: list[tuple[int, Exception]] = []   # (row, error), in Kafka's order
+    try:
+        reads = [store.read_partition_state_columns(ts.name, parts) for ts, parts, _, _ in segments]
+    except Exception as exc:   # a failed read fails every partition, no retry
+        for tp in partitions:
+            sm._log_failed_state_change(tp, current[tp], ONLINE_PARTITION, exc)
+            results[tp] = exc
+        return True
+    for (ts, parts, start, _), r in zip(segments, reads):
+        for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
+            tp = partitions[start + i]
+            failures.append((start + i, StateChangeFailedError(
+                f"LeaderAndIsr information doesn't exist for partition {TopicPartition(*tp)} in "
+                f"{PARTITION_BY_BYTE[ctx.partition_state(tp)]} state") if not r.exists[i] else StateChangeFailedError(
+                f"Aborted leader election for partition {TopicPartition(*tp)} since the LeaderAndIsr path was already "
+                f"written by another controller. This probably means that the current controller {sm.controller_id} "
+                f"went through a soft failure and another controller was elected with epoch "
+                f"{int(r.controller_epoch[i])}.")))
+
+    live = ctx.live_mask(include_shutting_down_brokers=shutdown)
+    down = np.zeros(0, dtype=bool)
+    if shutdown:
+        down = np.zeros(max(ctx.shutting_down_broker_ids, default=-1) + 1, dtype=bool)
+        down[list(ctx.shutting_down_broker_ids)] = True
+    matrix = ctx.pool.matrix()
+    elected = []   # per segment: (rows, leader, new ISR, recovery, codes, recipients matrix)
+    no_leader: list[int] = []
+    for (ts, parts, start, _), r in zip(segments, reads):
+        usable = r.exists & (r.controller_epoch <= epoch)
+        assignment = matrix[ctx.assignment_codes(ts, parts)]
+        live_cols = ea.broker_mask(assignment, live)
+        if offline:
+            isr_live = ea.broker_mask(r.isr, live).any(axis=1)
+            allowed = strategy.allow_unclean or (not isr_live[usable].all() and sm.unclean_leader_election_enabled(
+                ts.name))
+            leader, unclean = ea.offline_partition_leaders(assignment, r.isr, live, ~isr_live & allowed)
+            unclean &= usable
+            new_isr = ea.offline_new_isrs(leader, r.isr, live)
+            recovery = r.recovery.copy()
+            if sm.leader_recovery_supported:
+                recovery[unclean] = RECOVERING
+            codes = np.where(unclean, ELECTION_OFFLINE_UNCLEAN, ELECTION_OFFLINE)
+            # Kafka marks UncleanLeaderElectionsPerSec when the algorithm picks, before the write.
+            ctx.unclean_leader_elections += int(np.count_nonzero(unclean))
+        else:
+            leader = ea.controlled_shutdown_leaders(assignment, r.isr, live, down)
+            new_isr = ea.controlled_shutdown_new_isrs(r.isr, down)
+            recovery = r.recovery
+            codes = np.full(len(parts), ELECTION_CONTROLLED_SHUTDOWN)
+        no_leader.extend((start + np.flatnonzero(usable & (leader < 0))).tolist())
+        rows = np.flatnonzero(usable & (leader >= 0))
+        recipients = np.where(live_cols, assignment, -1)
+        elected.append((rows, leader[rows], new_isr[rows], recovery[rows], codes[rows], recipients[rows],
+                        r.leader_epoch[rows] + 1, r.version[rows]))
+    failures.sort(key=lambda f: f[0])
+    failures += [(row, StateChangeFailedError(
+        f"Failed to elect leader for partition {TopicPartition(*partitions[row])} under strategy {strategy}"))
+        for row in no_leader]
+
+    # The writes, one fenced conditional write per partition in row order.
+    written = []
+    check_failed = None
+    retry: list[int] = []
+    write_errors: list[tuple[int, Exception]] = []
+    for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, version) in zip(
+            segments, elected):
+        new_version = np.zeros(0, dtype=np.int32)
+        if len(rows):
+            res = store.write_leader_and_isr_columns(ts.name, parts[rows], leader, leader_epoch, isr, recovery,
+                                                     version, epoch, ctx.epoch_zk_version)
+            check_failed = check_failed or res.check_failed
+            new_version = res.version
+            write_errors.extend((start + int(rows[i]), e) for i, e in sorted(res.errors.items()))
+            retry.extend((start + rows[new_version == -1]).tolist())
+        written.append(new_version)
+    if check_failed is not None:
+        raise check_failed
+
+    # Successful writes: cached, and LeaderAndIsr + UpdateMetadata for the live replicas (row order).
+    done_rows, done_lai, done_codes = [], [], []
+    tuples = ctx.pool.tuples
+    recipients_all, req_tps, states = [], [], []
+    for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, _v), new_version in zip(
+            segments, elected, written):
+        ok = new_version >= 0
+        if not ok.any():
+            continue
+        rows, sel = rows[ok], parts[rows[ok]]
+        leader, isr, recovery, codes, recipients, leader_epoch = (leader[ok], isr[ok], recovery[ok], codes[ok],
+                                                                  recipients[ok], leader_epoch[ok])
+        new_version = new_version[ok]
+        ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
+        isr_t = _rows_to_tuples(isr)
+        rcodes = ctx.assignment_codes(ts, sel).tolist()
+        new = tuple.__new__
+        for i, (p, ld, le, rc, v, code) in enumerate(zip(sel.tolist(), leader.tolist(), leader_epoch.tolist(),
+                                                          recovery.tolist(), new_version.tolist(), codes.tolist())):
+            tp = (ts.name, p)
+            replicas = tuples[rcodes[i]]
+            req_tps.append(tp)
+            states.append((epoch, ld, le, isr_t[i], v, replicas, ts.adding.get(p, ()), ts.removing.get(p, ()), rc))
+            done_lai.append(new(LeaderAndIsr, (ld, le, isr_t[i], rc, v)))
+            done_codes.append(code)
+        recipients_all.extend(_rows_to_tuples(recipients))
+        done_rows.extend((start + rows).tolist())
+    sm.batch.add_leader_and_isr_requests(recipients_all, req_tps, states, False)
+
+    # Kafka's order of the first round's results: failed reads, failed elections, then the writes in order.
+    outcome: dict = {}
+    for row, exc in failures:
+        outcome[row] = exc
+    by_row = dict(zip(done_rows, zip(done_lai, done_codes)))
+    errors = dict(write_errors)
+    for row in sorted(set(done_rows) | set(errors)):
+        outcome[row] = errors[row] if row in errors else by_row[row]
+    for row, res in outcome.items():
+        if isinstance(res, Exception):
+            sm._log_failed_state_change(partitions[row], current[partitions[row]], ONLINE_PARTITION, res)
+    finished = {partitions[row]: res for row, res in outcome.items()}
+    if retry:
+        tps = [partitions[row] for row in retry]
+        sm._log.info(f"Retrying leader election with strategy {strategy} for partitions "
+                     f"{','.join(str(TopicPartition(*tp)) for tp in tps)}")
+        finished.update(sm._elect_leader_for_partitions(tps, strategy, current))
+
+    # PartitionTransition records and OnlinePartition, in the results' order.
+    rows_out, online = [], []
+    for tp, res in finished.items():
+        if isinstance(res, Exception):
+            results[tp] = res
+            continue
+        lai, code = res
+        results[tp] = lai
+        rows_out.append((tp[0], tp[1], current[tp], ONLINE_PARTITION, ctx.partition_replica_assignment(tp),
+                         lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch, lai.recovery_state, code))
+        online.append(tp)
+        if log_info:
+            sm._log.info(f"Changed partition {TopicPartition(*tp)} from {PARTITION_BY_BYTE[current[tp]]} to "
+                         f"OnlinePartition with state {lai.kafka_str()}", epoch=epoch)
+    sm.journal.emit_rows(PartitionTransition, rows_out)
+    ctx.put_partition_states(online, ONLINE_PARTITION)
+    return True
