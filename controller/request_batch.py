@@ -14,11 +14,14 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from events.records import (
-    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, SCHEMA_VERSION,
+    HEADER_LEN, API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, SCHEMA_VERSION,
     LeaderAndIsrPartition,
     RequestSent, StopReplicaPartition, UpdateMetadataPartition,
 )
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAssignment
+
+
+COLUMN_MIN = 64  # partition states from which a request's records are emitted as one columnar batch
 
 
 class BrokerRequest(NamedTuple):
@@ -249,7 +252,15 @@ class ControllerBrokerRequestBatch:
         self.channel.send(req, callback)
 
     def _emit_partitions(self, cls, lead: tuple, states: dict[tuple, tuple]) -> list:
-        """One record per partition state: ``lead`` fields, then topic, partition, then the state's fields."""
+        """One record per partition state: ``lead`` fields, then topic, partition, then the state's fields.
+        Many of them go to the journal as one columnar batch (the same records, as columns)."""
+        n = len(states)
+        if n >= COLUMN_MIN:
+            names = cls._fields[HEADER_LEN:]
+            columns = {names[0]: [lead[0]] * n, "topic": [tp[0] for tp in states],
+                       "partition": [tp[1] for tp in states]}
+            columns.update(zip(names[3:], zip(*states.values())))
+            return self.journal.emit_columns(cls, **columns).records()
         off, header, sink = self.journal.reserve(len(states))
         prefix = (cls.KIND, SCHEMA_VERSION)
         new = tuple.__new__

@@ -197,6 +197,20 @@ class ClusterView:
         self.offset = record[2]
         self.timestamp_ms = record[5]
 
+    def apply_columns(self, batch) -> None:
+        """Fold an ``events.columns.ColumnBatch`` (records of one kind and one header): kinds the view does
+        not fold cost nothing per record; the others are folded record by record."""
+        if not batch.n:
+            return
+        kind = batch.cls.KIND
+        handler = _HANDLERS.get(kind)
+        if handler is not None and not (kind in _STATE_KINDS and batch.controller_id >= 0
+                                        and batch.controller_epoch < self.latest_epoch):
+            for record in batch.records():
+                handler(self, record)
+        self.offset = batch.first_offset + batch.n - 1
+        self.timestamp_ms = batch.timestamp_ms
+
     def apply_until(self, records: Iterable[tuple], at_offset: int | None = None,
                     at_time: int | None = None) -> bool:
         """Apply records in order until one lies past the bound; return False if one did."""

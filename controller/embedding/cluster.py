@@ -254,7 +254,7 @@ class Cluster:
         # Every record is folded into ``view`` too (the cluster as its log tells it; checkpoints
         # snapshot it), then handed to ``sink``.
         self.view = ClusterView()
-        self.journal = Journal(self._tee(sink))
+        self.journal = Journal(self._tee(sink), column_sink=self._tee_columns(sink))
         if sink is None:
             self.journal.records = self.records  # as a Journal without a sink keeps them
         self.brokers: dict[int, BrokerServer] = {}
@@ -283,6 +283,24 @@ class Cluster:
             apply(record)
             sink(record)
         return tee
+
+    def _tee_columns(self, sink: Callable[[tuple], object] | None) -> Callable[[object], object]:
+        """The journal's column sink: a columnar batch is folded into the view, then written as columns when
+        ``sink`` is a ``LogWriter.append`` (its writer's ``append_columns``), else handed on record by record."""
+        apply = self.view.apply_columns
+        writer = getattr(sink, "__self__", None)
+        append_columns = getattr(writer, "append_columns", None) if getattr(sink, "__name__", "") == "append" else None
+
+        def tee_columns(batch) -> None:
+            apply(batch)
+            if append_columns is not None:
+                append_columns(batch)
+            elif sink is None:
+                self.records.extend(batch.records())
+            else:
+                for record in batch.records():
+                    sink(record)
+        return tee_columns
 
     # --- actions ---------------------------------------------------------------------------------
     def start_broker(self, broker_id: int, *, host: str | None = None, port: int = 9092, rack: str | None = None,
