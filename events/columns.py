@@ -28,6 +28,7 @@ columnar (:data:`COLUMN_KINDS`); a str-or-None, bytes or nested-tuple field has 
 """
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Sequence
 from functools import partial
@@ -262,6 +263,12 @@ def _int_tuples(name: str, values) -> ListColumn:
 _BUILD = {INT: _narrow_ints, BOOL: _bools, STR: _strings, INTS: _int_tuples}
 
 
+def _index(x) -> int:
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError
+    return operator.index(x)
+
+
 def _length(column) -> int:
     if isinstance(column, DictColumn):
         return len(column.codes)
@@ -326,11 +333,18 @@ class ColumnBatch:
         extra = sorted(set(columns) - set(names))
         if missing or extra:
             raise ColumnBatchError(f"{cls.__name__} columns: missing fields {missing}, unknown fields {extra}")
-        header = tuple(header)
-        if len(header) != 4 or not all(type(h) is int for h in header):
+        try:   # (numpy integers are taken as ints; bools, floats and None are not)
+            header = tuple(map(_index, header))
+            first_offset = _index(first_offset)
+            n = None if n is None else _index(n)
+        except TypeError:
+            raise ColumnBatchError(f"header must be 4 ints (controller_id, controller_epoch, timestamp_ms, "
+                                   f"cause_offset) and first_offset and n ints, got {header!r}, "
+                                   f"{first_offset!r}, {n!r}") from None
+        if len(header) != 4:
             raise ColumnBatchError(f"header must be 4 ints (controller_id, controller_epoch, timestamp_ms, "
                                    f"cause_offset), got {header!r}")
-        if type(first_offset) is not int or not 0 <= first_offset <= 2**64 - 1:
+        if not 0 <= first_offset <= 2**64 - 1:
             raise ColumnBatchError(f"first_offset must be an int in 0..2**64-1, got {first_offset!r}")
         built = tuple(_BUILD[t](name, columns[name]) for name, t in zip(names, types))
         lengths = {name: _length(c) for name, c in zip(names, built)}
