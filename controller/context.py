@@ -446,6 +446,43 @@ class ControllerContext:
             del grid
         return cols, states
 
+    def ensure_replica_states(self, ts: TopicState, parts: np.ndarray, replica: int,
+                              default: int) -> tuple[np.ndarray, np.ndarray]:
+        """``replica_states_array``, giving ``replica`` the state ``default`` first where it has none (the
+        batch form of ``replica_states_or_init``)."""
+        cols, states = self.replica_states_array(ts, parts, replica)
+        missing = cols < 0
+        if missing.any():
+            sel = parts[missing]
+            rids = view_i32(ts.ridcode)[sel]
+            uniq, inverse = np.unique(rids, return_inverse=True)
+            tuples, code = self.pool.tuples, self.pool.code
+            new_codes = np.fromiter((code(tuples[c] + (replica,)) for c in uniq.tolist()), dtype=np.int32,
+                                    count=len(uniq))[inverse.reshape(-1)]
+            pos = self.pool.lengths()[rids]
+            ts.widen_rstates(int(pos.max()) + 1)
+            view = view_i32(ts.ridcode)
+            view[sel] = new_codes
+            del view
+            grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
+            grid[sel, pos] = default
+            del grid
+            cols[missing] = pos
+            states[missing] = default
+        return cols, states
+
+    def ensure_partition_states(self, ts: TopicState, parts: np.ndarray, default: int) -> np.ndarray:
+        """The states of partitions ``parts``, ``default`` put first where they have none (the batch form of
+        ``partition_states_or_init``)."""
+        view = view_u8(ts.pstate)
+        states = view[parts]
+        absent = states == ABSENT
+        del view
+        if absent.any():
+            self.put_partition_states_array(ts, parts[absent], default)
+            states[absent] = default
+        return states
+
     def put_replica_states_array(self, ts: TopicState, parts: np.ndarray, cols: np.ndarray, state: int) -> None:
         """Set the state of the replicas at ``cols`` (all >= 0) of partitions ``parts``."""
         grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)

@@ -15,11 +15,13 @@ import logging
 
 import numpy as np
 
-from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated
+from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
 from statemachines.errors import StateChangeFailedError
 from statemachines.leader_and_isr import TopicPartition
-from statemachines.states import OFFLINE_REPLICA
+from statemachines.states import (
+    NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, VALID_PREVIOUS_REPLICA_BYTES,
+)
 
 _MIN_ROWS = 1  # the batch path serves every size (the differential tests drive it on small clusters)
 
@@ -173,3 +175,65 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
     # ReplicaTransition records (Kafka's logSuccessfulTransition) and the new states, in the results' order.
     sm._succeed(done, done_curs, OFFLINE_REPLICA)
     return True
+
+
+def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], target: int) -> bool:
+    """``_do_handle_state_changes(replica_id, replicas, NewReplica | OnlineReplica)`` for the common case: every
+    replica's state valid for the move; for NewReplica no partition with leadership info yet (a new
+    topic's); for OnlineReplica a NewReplica always in its partition's assignment. LeaderAndIsr to the
+    broker for replicas coming back online (OfflineReplica, ...) of partitions with leadership info. False
+    (only the states Kafka puts first, NonExistentReplica where none, put) when the per-partition path must
+    do it."""
+    ctx = sm.context
+    segments = ctx.topic_segments(replicas)
+    if segments is None:
+        return False
+    valid_prev = np.fromiter(VALID_PREVIOUS_REPLICA_BYTES[target], dtype=np.uint8)
+    checked = []
+    contains = ctx.pool.contains_any((replica_id,))
+    for ts, parts, _, _ in segments:
+        cols, cur = ctx.ensure_replica_states(ts, parts, replica_id, NON_EXISTENT_REPLICA)
+        if not np.isin(cur, valid_prev).all():
+            return False
+        has_info = ctx.leadership_arrays(ts, parts)[2] != -1
+        if target == NEW_REPLICA and has_info.any():
+            return False
+        if target == ONLINE_REPLICA and not contains[ctx.assignment_codes(ts, parts)][cur == NEW_REPLICA].all():
+            return False
+        checked.append((cols, cur, has_info))
+    if target == ONLINE_REPLICA:
+        tuples = ctx.pool.tuples
+        recipients, tps, states = [], [], []
+        for (ts, parts, _, _), (_, cur, has_info) in zip(segments, checked):
+            sel = parts[(cur != NEW_REPLICA) & has_info]
+            if not len(sel):
+                continue
+            ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
+            rcodes = ctx.assignment_codes(ts, sel).tolist()
+            for i, p in enumerate(sel.tolist()):
+                recipients.append((replica_id,))
+                tps.append((ts.name, p))
+                states.append((ce[i], leader[i], le[i], tuples[icode[i]], pe[i], tuples[rcodes[i]],
+                               ts.adding.get(p, ()), ts.removing.get(p, ()), rec[i]))
+        sm.batch.add_leader_and_isr_requests(recipients, tps, states, False)
+    succeed_columns(sm, replica_id, replicas, segments, checked, target)
+    return True
+
+
+def succeed_columns(sm, replica_id: int, replicas: list[tuple], segments: list, checked: list, target: int) -> None:
+    """``ReplicaStateMachine._succeed`` for the replicas of broker ``replica_id`` in ``segments`` (all of
+    ``replicas``, in order), their state columns and current states in ``checked``: ReplicaTransition records
+    as one columnar batch, and the new states."""
+    if not replicas:
+        return
+    cur = np.concatenate([c[1] for c in checked])
+    sm.journal.emit_columns(ReplicaTransition, topic=[r[0] for r in replicas],
+                            partition=np.concatenate([s[1] for s in segments]),
+                            replica=np.full(len(replicas), replica_id, dtype=np.int32), from_state=cur,
+                            to_state=np.full(len(replicas), target, dtype=np.uint8))
+    if sm.trace_transitions and sm._log.is_enabled_for(logging.DEBUG):
+        for (t, p, r), c in zip(replicas, cur.tolist()):
+            sm._log.debug(f"Changed state of replica {r} for partition {t}-{p} from {REPLICA_BY_BYTE[c]} to "
+                          f"{REPLICA_BY_BYTE[target]}", epoch=sm.context.epoch)
+    for (ts, parts, _, _), (cols, _, _) in zip(segments, checked):
+        sm.context.put_replica_states_array(ts, parts, cols, target)

@@ -21,7 +21,7 @@ from statemachines.errors import (
     ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name,
 )
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
-from statemachines.replica_batch import offline_replicas_batch
+from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, VALID_PREVIOUS_REPLICA_BYTES,
@@ -103,6 +103,9 @@ class ReplicaStateMachine:
 
     def _do_handle_state_changes(self, replica_id: int, replicas: list[tuple], target: int) -> None:
         ctx = self.context
+        if (self.batch_path and target in (NEW_REPLICA, ONLINE_REPLICA)
+                and new_or_online_replicas_batch(self, replica_id, replicas, target)):
+            return
         valid_prev = VALID_PREVIOUS_REPLICA_BYTES[target]
         valid: list[tuple] = []
         curs: list[int] = []  # current state of each valid replica, aligned with ``valid``
