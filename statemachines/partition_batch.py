@@ -184,3 +184,125 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     sm.journal.emit_rows(PartitionTransition, rows_out)
     ctx.put_partition_states(online, ONLINE_PARTITION)
     return True
+
+
+COLUMN_MIN = 64  # partitions from which transition records are emitted as one columnar batch
+
+
+def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int], target: int, code: int) -> bool:
+    """``PartitionStateMachine._emit_many`` as one columnar batch (assignment and leadership from the
+    context's columns); False when the partitions are too few or not grouped by topic."""
+    if len(partitions) < COLUMN_MIN:
+        return False
+    ctx = sm.context
+    segments = ctx.topic_segments(partitions)
+    if segments is None:
+        return False
+    matrix = ctx.pool.matrix()
+    cols: dict[str, list] = {k: [] for k in ("replicas", "leader", "leader_epoch", "isr", "partition_epoch",
+                                             "recovery_state")}
+    for ts, parts, _, _ in segments:
+        _, leader, le, icode, pe, rec = ctx.leadership_arrays(ts, parts)
+        no_info = le == -1
+        cols["replicas"].append(matrix[ctx.assignment_codes(ts, parts)])
+        cols["leader"].append(np.where(no_info, -1, leader))
+        cols["leader_epoch"].append(le)
+        cols["isr"].append(matrix[np.where(no_info, 0, icode)])
+        cols["partition_epoch"].append(np.where(no_info, 0, pe))
+        cols["recovery_state"].append(np.where(no_info, 0, rec))
+    width = max(m.shape[1] for m in cols["replicas"])
+    n = len(partitions)
+    sm.journal.emit_columns(
+        PartitionTransition, topic=[tp[0] for tp in partitions],
+        partition=np.concatenate([s[1] for s in segments]), from_state=np.asarray(currents, dtype=np.uint8),
+        to_state=np.full(n, target, dtype=np.uint8),
+        replicas=_rows_to_tuples(np.concatenate([_pad(m, width) for m in cols["replicas"]])),
+        leader=np.concatenate(cols["leader"]), leader_epoch=np.concatenate(cols["leader_epoch"]),
+        isr=_rows_to_tuples(np.concatenate([_pad(m, width) for m in cols["isr"]])),
+        partition_epoch=np.concatenate(cols["partition_epoch"]),
+        recovery_state=np.concatenate(cols["recovery_state"]), election=np.full(n, code, dtype=np.uint8))
+    return True
+
+
+def _pad(m: np.ndarray, width: int) -> np.ndarray:
+    if m.shape[1] >= width:
+        return m
+    return np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)
+
+
+def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
+    """``PartitionStateMachine._initialize_leader_and_isr_for_partitions`` (NewPartition -> OnlinePartition:
+    the first live replica leads, the live replicas are the ISR, the ``/state`` znodes created in one
+    fenced batch) with the choice made on arrays; None (nothing done) when the per-partition path must."""
+    from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch
+    from statemachines.partition_state_machine import scala_set
+    from statemachines.states import NEW_PARTITION
+    from events.records import RECOVERED
+    ctx = sm.context
+    if len(partitions) < COLUMN_MIN or ctx.has_offline_dirs():
+        return None
+    segments = ctx.topic_segments(partitions)
+    if segments is None:
+        return None
+    live = ctx.live_mask()
+    matrix = ctx.pool.matrix()
+    tuples = ctx.pool.tuples
+    done: dict = {}
+    chosen = []   # per segment: (rows, leader, isr matrix)
+    for ts, parts, start, _ in segments:
+        assignment = matrix[ctx.assignment_codes(ts, parts)]
+        isr = ea.compact_rows(assignment, ea.broker_mask(assignment, live))
+        leader = isr[:, 0] if isr.shape[1] else np.full(len(parts), -1, dtype=np.int32)
+        for i in np.flatnonzero(leader < 0).tolist():
+            tp = partitions[start + i]
+            done[tp] = sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, StateChangeFailedError(
+                f"Controller {sm.controller_id} epoch {ctx.epoch} encountered error during state change of "
+                f"partition {TopicPartition(*tp)} from New to Online, assigned replicas are "
+                f"[{','.join(map(str, tuples[ctx.assignment_codes(ts, parts[i:i + 1])[0]]))}], live brokers are "
+                f"[{scala_set(ctx.live_broker_ids)}]. No assigned replica is alive."))
+        rows = np.flatnonzero(leader >= 0)
+        chosen.append((rows, leader[rows], isr[rows]))
+    epoch = ctx.epoch
+    new = tuple.__new__
+    to_create: dict = {}
+    for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
+        for p, ld, i in zip(parts[rows].tolist(), leader.tolist(), _rows_to_tuples(isr)):
+            to_create[(ts.name, p)] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (ld, 0, i, RECOVERED, 0)),
+                                                                         epoch))
+    if not to_create:
+        return done
+    try:
+        responses = sm.store.create_partition_states(to_create, ctx.epoch_zk_version)
+    except Exception as exc:
+        from statemachines.errors import ControllerMovedError
+        if isinstance(exc, ControllerMovedError):
+            sm._log.error("Controller moved to another broker when trying to create the topic partition state "
+                          "znode")
+            raise
+        for tp in to_create:
+            # Kafka reports NewPartition as the target here (sic).
+            done[tp] = sm._log_failed_state_change(tp, ctx.partition_state(tp), NEW_PARTITION, exc)
+        return done
+    recipients, req_tps, states = [], [], []
+    for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
+        sel = parts[rows]
+        ok = np.fromiter((responses[(ts.name, p)] is None for p in sel.tolist()), dtype=bool, count=len(sel))
+        if ok.any():
+            okp = sel[ok]
+            n = len(okp)
+            ctx.put_leadership_arrays(ts, okp, leader[ok], np.zeros(n, dtype=np.int32), ctx.codes_of_rows(isr[ok]),
+                                      0, np.zeros(n, dtype=np.int32), epoch)
+        rcodes = ctx.assignment_codes(ts, sel).tolist()
+        for i, (p, ld, keep) in enumerate(zip(sel.tolist(), leader.tolist(), ok.tolist())):
+            tp = (ts.name, p)
+            if not keep:
+                done[tp] = sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, responses[tp])
+                continue
+            lai = to_create[tp].leader_and_isr
+            recipients.append(lai.isr)
+            req_tps.append(tp)
+            states.append((epoch, ld, 0, lai.isr, 0, tuples[rcodes[i]], ts.adding.get(p, ()), ts.removing.get(p, ()),
+                           RECOVERED))
+            done[tp] = lai
+    sm.batch.add_leader_and_isr_requests(recipients, req_tps, states, True)
+    return done

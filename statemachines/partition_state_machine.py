@@ -21,7 +21,7 @@ from events.records import (
 )
 from statemachines import election
 from statemachines.errors import ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name
-from statemachines.partition_batch import elect_batch
+from statemachines.partition_batch import elect_batch, emit_partition_transitions, init_leaders_batch
 from statemachines.leader_and_isr import (
     INITIAL_LEADER_EPOCH, INITIAL_PARTITION_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition,
 )
@@ -244,6 +244,8 @@ class PartitionStateMachine:
     def _emit_many(self, partitions: list[tuple], currents: list[int], target: int, election_code: int) -> None:
         """PartitionTransition records carrying each partition's assignment and leadership as now cached."""
         ctx = self.context
+        if self.batch_path and emit_partition_transitions(self, partitions, currents, target, election_code):
+            return
         rows = []
         for tp, cur in zip(partitions, currents):
             replicas = ctx.partition_replica_assignment(tp)
@@ -258,6 +260,8 @@ class PartitionStateMachine:
     # --- NewPartition -> OnlinePartition --------------------------------------------------------------
     def _initialize_leader_and_isr_for_partitions(self, partitions: list[tuple]) -> dict:
         """tp -> the initial LeaderAndIsr, or the Exception that stopped it (already logged)."""
+        if self.batch_path and (done := init_leaders_batch(self, partitions)) is not None:
+            return done
         ctx = self.context
         is_online = ctx.online_replica_filter()
         done: dict = {}
