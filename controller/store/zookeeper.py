@@ -37,6 +37,14 @@ version, cversion, owner, pzxid, children)`` in a dict keyed by path, replaced o
 is not tracked by Python's cyclic GC, so a big tree adds no objects for the collector to track.
 ctime/mtime are not stored per node but looked up from a per-transaction time column.
 
+The partitions' ``/brokers/topics/<t>/partitions/<p>/state`` znodes are kept as columns instead, one
+``state_table.StateTable`` per topic (row = partition id: controller epoch, leader, leader epoch,
+recovery state, ISR, czxid, mzxid, version), and the dict holds the partition id (an int) at their
+paths, so existence, children, ordering and deletes work as for any znode. The JSON body is made only
+when someone reads it, byte for byte what ``zk_data.encode_leader_and_isr`` writes; a body in any
+other form (or a /state znode that is ephemeral or gets a child) is kept as a tuple, verbatim. The
+layout is not observable: every read, Stat, watch, dump and snapshot is what the tuples would give.
+
 ``multi_many`` (or ``iter_multi``, lazily) applies a batch of multis, each exactly as ``multi``
 would (its own transaction and zxid, rollback, watch delivery before the next one), and
 ``get_data_and_version_many`` reads a batch of znodes: Kafka pipelines such requests; here they
@@ -53,6 +61,9 @@ from typing import NamedTuple
 
 import structlog
 
+from controller.store.state_table import (
+    MIN_ROWS, StateTable, load_table, parse_state, state_key, topic_of,
+)
 from statemachines.errors import StoreError
 
 _log = structlog.get_logger("kcontroller.zookeeper")
@@ -268,7 +279,9 @@ def _without_child(children, path: str):
     return next(iter(children)) if len(children) == 1 else children
 
 
-def _child_paths(node: tuple) -> tuple | set:
+def _child_paths(node: tuple | int) -> tuple | set:
+    if type(node) is int:   # a /state row of a StateTable: a leaf
+        return ()
     c = node[_CHILDREN]
     return () if c is None else (c,) if type(c) is str else c
 
@@ -332,6 +345,8 @@ class ZooKeeper:
         self._pending: deque = deque()
         self._delivering = False
         self._intern: dict[bytes, bytes] = {}
+        self._tables: dict[str, StateTable] = {}            # topic -> its /state znodes, see _put
+        self._state_watched: dict[str, set[int]] = {}       # topic -> partitions whose /state has a data watch
 
     # --- time and transactions ----------------------------------------------------------------------
     def _now(self) -> int:
@@ -371,6 +386,108 @@ class ZooKeeper:
         return _new(Stat, (czxid, mzxid, times[czxid - _ZXID_BASE_1] if czxid > ZXID_BASE else 0,
                            times[mzxid - _ZXID_BASE_1] if mzxid > ZXID_BASE else 0, version, 2 * cversion - n, 0,
                            owner, len(data) if data else 0, n, pzxid))
+
+    # --- the /state table ----------------------------------------------------------------------------
+    # A /brokers/topics/<t>/partitions/<p>/state znode whose body is Kafka's canonical form (and which is a
+    # plain persistent leaf) lives in its topic's StateTable: ``_nodes[path]`` is then its partition id, an
+    # int, instead of a node tuple, and ``_put``/``_pop``/``_node`` move between the two forms. Every other
+    # path, and a /state znode whose body is anything else, is a tuple as before.
+    def _node(self, path: str) -> tuple | None:
+        """The node tuple at ``path`` (a table row made into one), or None."""
+        node = self._nodes.get(path)
+        if type(node) is int:
+            return self._tables[topic_of(path)].node(node)
+        return node
+
+    def _put(self, path: str, node: tuple) -> None:
+        """Store ``node`` at ``path``: in its topic's table if it is a /state znode that fits there."""
+        nodes = self._nodes
+        if path[-6:] == "/state":
+            key = state_key(path)
+            if key is not None:
+                topic, p = key
+                data, czxid, mzxid, version, cversion, owner, pzxid, children = node
+                fields = (parse_state(data) if not cversion and not owner and children is None and pzxid == czxid
+                          else None)
+                table = self._tables.get(topic)
+                if fields is not None and (p < MIN_ROWS if table is None else table.fits(p)):
+                    if table is None:
+                        table = self._tables[topic] = StateTable()
+                    table.put(p, fields, czxid, mzxid, version)
+                    nodes[path] = p
+                    return
+                if type(nodes.get(path)) is int:
+                    self._drop_row(topic, p)
+        nodes[path] = node
+
+    def _pop(self, path: str) -> tuple:
+        node = self._nodes.pop(path)
+        if type(node) is int:
+            topic = topic_of(path)
+            p, node = node, self._tables[topic].node(node)
+            self._drop_row(topic, p)
+        return node
+
+    def _drop_row(self, topic: str, p: int) -> None:
+        table = self._tables[topic]
+        table.clear(p)
+        if not table.count:
+            del self._tables[topic]
+
+    def _version(self, path: str, node: tuple | int) -> int:
+        return int(self._tables[topic_of(path)].version[node]) if type(node) is int else node[_VERSION]
+
+    def _materializer(self) -> Callable[[str, tuple | int], tuple]:
+        """``node_of(path, nodes[path])``: the node tuple, each topic's rows made in one pass (dump, snapshots)."""
+        tables = self._tables
+        made: dict[str, dict[int, tuple]] = {}
+
+        def node_of(path: str, node: tuple | int) -> tuple:
+            if type(node) is not int:
+                return node
+            topic = topic_of(path)
+            rows = made.get(topic)
+            if rows is None:
+                rows = made[topic] = tables[topic].nodes()
+            return rows[node]
+        return node_of
+
+    def _load_state_tables(self) -> None:
+        """Move the /state znodes of a rebuilt tree into their topics' tables (``from_dict``)."""
+        by_topic: dict[str, list] = {}
+        for path, node in self._nodes.items():
+            if path[-6:] != "/state":
+                continue
+            key = state_key(path)
+            if key is None:
+                continue
+            data, czxid, mzxid, version, cversion, owner, pzxid, children = node
+            if cversion or owner or children is not None or pzxid != czxid:
+                continue
+            fields = parse_state(data)
+            if fields is not None:
+                by_topic.setdefault(key[0], []).append((key[1], path, fields, czxid, mzxid, version))
+        nodes = self._nodes
+        for topic, rows in by_topic.items():
+            table, taken = load_table(rows)
+            if taken:
+                self._tables[topic] = table
+                for row in taken:
+                    nodes[row[1]] = row[0]
+
+    def _data_watch_added(self, path: str) -> None:
+        key = state_key(path) if path[-6:] == "/state" else None
+        if key is not None:
+            self._state_watched.setdefault(key[0], set()).add(key[1])
+
+    def _data_watch_removed(self, path: str) -> None:
+        key = state_key(path) if path[-6:] == "/state" else None
+        if key is not None:
+            watched = self._state_watched.get(key[0])
+            if watched is not None:
+                watched.discard(key[1])
+                if not watched:
+                    del self._state_watched[key[0]]
 
     # --- sessions ----------------------------------------------------------------------------------
     @property
@@ -457,6 +574,8 @@ class ZooKeeper:
             entry = table.get(path)
             if entry is not None and entry.pop(sid, None) is not None and not entry:
                 del table[path]
+                if not is_child:
+                    self._data_watch_removed(path)
         zxid = self._next_zxid()
         fired: list = []
         for path in sorted(sess.ephemerals):
@@ -477,6 +596,8 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, False, path)
+        if type(node) is int:
+            node = self._tables[topic_of(path)].node(node)
         return node[_DATA], self._stat(node)
 
     def get_data_and_version(self, session_id: int, path: str, watch: bool = False) -> tuple[bytes | None, int]:
@@ -487,6 +608,9 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, False, path)
+        if type(node) is int:
+            table = self._tables[topic_of(path)]
+            return table.data(node), int(table.version[node])
         return node[_DATA], node[_VERSION]
 
     def get_data_and_version_many(self, session_id: int, paths: Iterable[str],
@@ -507,7 +631,11 @@ class ZooKeeper:
                 continue
             if watch and path in watch:
                 self._arm(sess, False, path)
-            append((node[_DATA], node[_VERSION]))
+            if type(node) is int:
+                table = self._tables[topic_of(path)]
+                append((table.data(node), int(table.version[node])))
+            else:
+                append((node[_DATA], node[_VERSION]))
         return out
 
     def exists(self, session_id: int, path: str, watch: bool = False) -> Stat | None:
@@ -515,7 +643,7 @@ class ZooKeeper:
         sess = self._live(session_id)
         if watch:
             self._arm(sess, False, path)   # armed whether or not the node exists
-        node = self._nodes.get(path)
+        node = self._node(path)
         return None if node is None else self._stat(node)
 
     def get_children(self, session_id: int, path: str, watch: bool = False) -> list[str]:
@@ -526,7 +654,7 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, True, path)
-        c = node[_CHILDREN]
+        c = None if type(node) is int else node[_CHILDREN]
         if c is None:
             return []
         start = 1 if path == "/" else len(path) + 1
@@ -537,6 +665,8 @@ class ZooKeeper:
         entry = table.get(path)
         if entry is None:
             entry = table[path] = {}
+            if not is_child:
+                self._data_watch_added(path)
         if sess.sid not in entry:
             self._watch_seq += 1
             entry[sess.sid] = self._watch_seq
@@ -633,7 +763,7 @@ class ZooKeeper:
                     node = nodes.get(op.path)
                     if node is None:
                         raise NoNodeError(op.path)
-                    if op.version != ANY_VERSION and node[_VERSION] != op.version:
+                    if op.version != ANY_VERSION and self._version(op.path, node) != op.version:
                         raise BadVersionError(op.path)
                     append(_CHECK_RESULT)
                 elif t is CreateOp:
@@ -659,6 +789,9 @@ class ZooKeeper:
         parent = nodes.get(parent_path)
         if parent is None:
             raise NoNodeError(path)
+        row = parent if type(parent) is int else None
+        if row is not None:   # a /state row about to get a child: a tuple from now on
+            parent = self._tables[topic_of(parent_path)].node(row)
         pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
         if sequential:
             path = f"{path}{pcversion:010d}"
@@ -670,7 +803,13 @@ class ZooKeeper:
             undo.append((_U_CREATED, path, parent_path, pcversion, ppzxid))
         if data is not None and len(data) <= _INTERN_MAX_LEN:
             data = self._intern.get(data) or self._share(data)
-        nodes[path] = (data, zxid, zxid, 0, 0, sess.sid if ephemeral else 0, zxid, None)
+        if row is not None:
+            self._drop_row(topic_of(parent_path), row)
+        node = (data, zxid, zxid, 0, 0, sess.sid if ephemeral else 0, zxid, None)
+        if path[-6:] == "/state":
+            self._put(path, node)
+        else:
+            nodes[path] = node
         nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
                               _with_child(pchildren, path))
         if ephemeral:
@@ -686,6 +825,8 @@ class ZooKeeper:
         node = nodes.get(path)
         if node is None:
             raise NoNodeError(path)
+        if type(node) is int:
+            node = self._tables[topic_of(path)].node(node)
         if version != ANY_VERSION and node[_VERSION] != version:
             raise BadVersionError(path)
         if undo is not None:
@@ -693,7 +834,11 @@ class ZooKeeper:
         if data is not None and len(data) <= _INTERN_MAX_LEN:
             data = self._intern.get(data) or self._share(data)
         _, czxid, _, version, cversion, owner, pzxid, children = node
-        node = nodes[path] = (data, czxid, zxid, version + 1, cversion, owner, pzxid, children)
+        node = (data, czxid, zxid, version + 1, cversion, owner, pzxid, children)
+        if path[-6:] == "/state":
+            self._put(path, node)
+        else:
+            nodes[path] = node
         if path in self._data_watches:
             self._fire(self._data_watches, path, EventType.NODE_DATA_CHANGED, fired, undo)
         return node
@@ -705,6 +850,9 @@ class ZooKeeper:
         node = nodes.get(path)
         if node is None:
             raise NoNodeError(path)
+        row = node if type(node) is int else None
+        if row is not None:
+            node = self._tables[topic_of(path)].node(row)
         if version != ANY_VERSION and node[_VERSION] != version:
             raise BadVersionError(path)
         if node[_CHILDREN]:
@@ -714,6 +862,8 @@ class ZooKeeper:
         if undo is not None:
             undo.append((_U_DELETED, path, node, parent_path, ppzxid))
         del nodes[path]
+        if row is not None:
+            self._drop_row(topic_of(path), row)
         nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion, powner, zxid if zxid > ppzxid else ppzxid,
                               _without_child(pchildren, path))
         owner_sid = node[_OWNER]
@@ -728,6 +878,8 @@ class ZooKeeper:
 
     def _fire(self, table, path, etype, fired, undo, exclude=None):
         entry = table.pop(path, None)
+        if entry is not None and table is self._data_watches:
+            self._data_watch_removed(path)
         if not entry:
             return None
         if undo is not None:
@@ -746,11 +898,11 @@ class ZooKeeper:
             kind = rec[0]
             if kind == _U_SET:
                 _, path, old = rec
-                _, czxid, _, _, cversion, owner, pzxid, children = nodes[path]
-                nodes[path] = (old[_DATA], czxid, old[_MZXID], old[_VERSION], cversion, owner, pzxid, children)
+                _, czxid, _, _, cversion, owner, pzxid, children = self._node(path)
+                self._put(path, (old[_DATA], czxid, old[_MZXID], old[_VERSION], cversion, owner, pzxid, children))
             elif kind == _U_CREATED:
                 _, path, parent_path, cversion, pzxid = rec
-                node = nodes.pop(path)
+                node = self._pop(path)
                 p = nodes[parent_path]
                 nodes[parent_path] = (p[0], p[1], p[2], p[3], cversion, p[5], pzxid, _without_child(p[7], path))
                 owner = node[_OWNER]
@@ -758,7 +910,7 @@ class ZooKeeper:
                     sessions[owner].ephemerals.discard(path)
             elif kind == _U_DELETED:
                 _, path, node, parent_path, pzxid = rec
-                nodes[path] = node
+                self._put(path, node)
                 p = nodes[parent_path]
                 nodes[parent_path] = (p[0], p[1], p[2], p[3], p[4], p[5], pzxid, _with_child(p[7], path))
                 owner = node[_OWNER]
@@ -766,6 +918,8 @@ class ZooKeeper:
                     sessions[owner].ephemerals.add(path)
             else:
                 _, table, path, entry = rec
+                if path not in table and table is self._data_watches:
+                    self._data_watch_added(path)
                 table.setdefault(path, {}).update(entry)
 
     # --- conveniences --------------------------------------------------------------------------------
@@ -839,14 +993,17 @@ class ZooKeeper:
         """Every znode as (path, data, Stat), parents before children, siblings by name."""
         for path in sorted(self._nodes, key=_component_key):
             node = self._nodes[path]
+            if type(node) is int:   # made now: the caller may change the tree between rows
+                node = self._tables[topic_of(path)].node(node)
             yield path, node[_DATA], self._stat(node)
 
     def dump(self) -> str:
         """A recursive listing like ``zkCli.sh``: one line per znode, ``path`` or ``path = data``."""
         lines = []
         nodes = self._nodes
+        node_of = self._materializer()
         for path in sorted(nodes, key=_component_key):
-            data = nodes[path][_DATA]
+            data = node_of(path, nodes[path])[_DATA]
             if data:
                 text = data.decode("utf-8", "backslashreplace").replace("\n", "\\n")
                 lines.append(f"{path} = {text}")
@@ -860,6 +1017,7 @@ class ZooKeeper:
         transaction times, the sessions (with their negotiated timeouts) and their armed watches. Plain
         lists, ints, bytes and None."""
         nodes = self._nodes
+        node_of = self._materializer()
         return {
             "tick_time_ms": self._tick_time,
             "min_session_timeout_ms": self._min_session_timeout,
@@ -867,7 +1025,7 @@ class ZooKeeper:
             "zxid": self._zxid,
             "times": self._times.tolist(),
             "next_session_id": self._next_sid,
-            "nodes": [[p, *nodes[p][:_CHILDREN]] for p in sorted(nodes, key=_component_key)],
+            "nodes": [[p, *node_of(p, nodes[p])[:_CHILDREN]] for p in sorted(nodes, key=_component_key)],
             "sessions": [[sid, s.timeout, s.last] for sid, s in sorted(self._sessions.items())],
             "watch_seq": self._watch_seq,
             "data_watches": sorted([p, sid, seq] for p, e in self._data_watches.items() for sid, seq in e.items()),
@@ -898,10 +1056,13 @@ class ZooKeeper:
         get = children.get
         zk._nodes = {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
                      for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]}
+        zk._load_state_tables()
         zk._watch_seq = d["watch_seq"]
         for key, table, is_child in (("data_watches", zk._data_watches, False),
                                      ("child_watches", zk._child_watches, True)):
             for path, sid, seq in sorted(d[key], key=lambda w: w[2]):
+                if not is_child and path not in table:
+                    zk._data_watch_added(path)
                 table.setdefault(path, {})[sid] = seq
                 if sid in zk._sessions:
                     zk._sessions[sid].watches.add((is_child, path))

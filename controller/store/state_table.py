@@ -1,0 +1,322 @@
+"""The partitions' ``/brokers/topics/<t>/partitions/<p>/state`` znodes as columns, for the ZooKeeper model.
+
+A controller of a large cluster keeps one ``/state`` znode per partition, and its batch path reads and
+writes them by the hundred thousand. ``ZooKeeper`` keeps those znodes here, one ``StateTable`` per topic,
+row = partition id, instead of one node tuple and one body each: the body's fields (controller epoch,
+leader, leader epoch, leader recovery state, ISR as an ISR length and a -1 padded matrix) and the
+``Stat`` fields a /state znode can have (czxid, mzxid, version; pzxid is czxid, cversion, owner and
+children are none).
+
+A znode is kept here only when it is one of these (``state_key``), its body is exactly what
+``zk_data.encode_leader_and_isr`` writes for the parsed fields (``parse_state``; anything else a test or
+a broker writes there is kept as bytes, verbatim), and it is a plain leaf (persistent, never had a
+child). The body is made again, byte for byte, only when someone reads it (``encode_state``).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from controller.store.zk_data import _STATE, encode_leader_and_isr
+from statemachines.leader_and_isr import LeaderAndIsr
+
+TOPICS_PREFIX = "/brokers/topics/"
+_PREFIX_LEN = len(TOPICS_PREFIX)
+MAX_ISR = 32                 # a longer ISR is kept as bytes (the matrix is as wide as the widest ISR)
+MIN_ROWS = 1 << 16           # partitions below this id always fit; above it, up to twice the table's rows
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+_MEMO_MAX = 1 << 16
+
+_new = tuple.__new__
+
+
+def state_key(path: str) -> tuple[str, int] | None:
+    """(topic, partition) of a ``/brokers/topics/<t>/partitions/<p>/state`` path whose ``<p>`` is a partition
+    id as Kafka writes it (decimal, no sign, no leading zero, an int32); None for any other path."""
+    if not (path.endswith("/state") and path.startswith(TOPICS_PREFIX)):
+        return None
+    parts = path.split("/")
+    if len(parts) != 7 or parts[4] != "partitions" or not parts[3]:
+        return None
+    s = parts[5]
+    if not (s.isascii() and s.isdigit() and len(s) <= 10 and (s[0] != "0" or s == "0")):
+        return None
+    p = int(s)
+    return (parts[3], p) if p <= _INT32_MAX else None
+
+
+def topic_of(path: str) -> str:
+    """The topic of a path ``state_key`` accepts."""
+    return path[_PREFIX_LEN:path.index("/", _PREFIX_LEN)]
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS_PREFIX}{topic}/partitions/{partition}/state"
+
+
+def plain_topic(topic) -> bool:
+    """A topic whose ``/state`` paths are valid znode paths that ``state_key`` reads back to it."""
+    return (type(topic) is str and topic not in ("", ".", "..") and "/" not in topic and "\0" not in topic)
+
+
+# --- bodies ------------------------------------------------------------------------------------------
+_PARSED: dict[bytes, tuple | None] = {}
+_ENCODED: dict[tuple, bytes] = {}
+
+
+def encode_state(ce: int, leader: int, leader_epoch: int, recovery: int, isr: tuple) -> bytes:
+    """``encode_leader_and_isr(LeaderAndIsr(leader, leader_epoch, isr, recovery), ce)`` (memoized)."""
+    key = (ce, leader, leader_epoch, recovery, isr)
+    data = _ENCODED.get(key)
+    if data is None:
+        data = encode_leader_and_isr(_new(LeaderAndIsr, (leader, leader_epoch, isr, recovery, 0)), ce)
+        if len(_ENCODED) >= _MEMO_MAX:
+            _ENCODED.clear()
+        _ENCODED[key] = data
+    return data
+
+
+def _fits(v: int) -> bool:
+    return _INT32_MIN <= v <= _INT32_MAX
+
+
+def parse_state(data) -> tuple | None:
+    """(controller epoch, leader, leader epoch, recovery, ISR) of a body ``encode_state`` gives back byte for
+    byte, with every field fitting its column; None for any other body (memoized)."""
+    if type(data) is not bytes:
+        return None
+    try:
+        return _PARSED[data]
+    except KeyError:
+        pass
+    fields = None
+    m = _STATE.fullmatch(data)
+    if m is not None:
+        ce, leader, recovery, epoch, isr = m.groups()
+        isr = tuple(map(int, isr.split(b","))) if isr else ()
+        fields = (int(ce), int(leader), int(epoch), int(recovery) if recovery else 0, isr)
+        if not (_fits(fields[0]) and _fits(fields[1]) and _fits(fields[2]) and fields[3] <= 255
+                and len(isr) <= MAX_ISR and all(_fits(r) for r in isr) and encode_state(*fields) == data):
+            fields = None
+    if len(_PARSED) >= _MEMO_MAX:
+        _PARSED.clear()
+    _PARSED[data] = fields
+    return fields
+
+
+class StateRows(NamedTuple):
+    """``ZooKeeper.get_state_rows``: the /state of many partitions of one topic (``PartitionStateColumns``'
+    fields and dtypes; rows in the order asked)."""
+    exists: np.ndarray
+    controller_epoch: np.ndarray
+    leader: np.ndarray
+    leader_epoch: np.ndarray
+    isr: np.ndarray
+    recovery: np.ndarray
+    version: np.ndarray
+
+
+# Outcome codes of a batch of fenced /state writes or creates (``ZooKeeper.set_state_rows``/``create_state_rows``).
+R_OK = 0
+R_BADVERSION = 1            # the write's version did not match
+R_NONODE = 2                # no such znode (a write), no parent (a create)
+R_NODEEXISTS = 3
+R_NOCHILDRENFOREPHEMERALS = 4
+R_CHECK_NONODE = 5          # the CheckOp failed: no such znode
+R_CHECK_BADVERSION = 6      # the CheckOp failed: version mismatch
+R_NOT_SENT = 7              # after the session was found gone (``stopped``)
+CODE_NAMES = {R_BADVERSION: "BADVERSION", R_NONODE: "NONODE", R_NODEEXISTS: "NODEEXISTS",
+              R_NOCHILDRENFOREPHEMERALS: "NOCHILDRENFOREPHEMERALS", R_CHECK_NONODE: "NONODE",
+              R_CHECK_BADVERSION: "BADVERSION"}
+CODES = {"BADVERSION": R_BADVERSION, "NONODE": R_NONODE, "NODEEXISTS": R_NODEEXISTS,
+         "NOCHILDRENFOREPHEMERALS": R_NOCHILDRENFOREPHEMERALS}
+
+
+class StateWriteOutcome(NamedTuple):
+    """Per row: ``code`` (R_*) and, where R_OK, the znode's new ``version``; ``stopped`` is the row at which
+    the session was found gone (that row and the later ones were not sent; -1 if none)."""
+    code: np.ndarray        # int8
+    version: np.ndarray     # int64
+    stopped: int
+
+
+class StateTable:
+    """One topic's /state znodes as columns, row = partition id (``present`` marks the rows held)."""
+    __slots__ = ("cap", "width", "count", "present", "ce", "leader", "leader_epoch", "recovery", "isr",
+                 "isr_len", "czxid", "mzxid", "version")
+
+    def __init__(self) -> None:
+        self.cap = 0
+        self.width = 1
+        self.count = 0
+        self.present = np.zeros(0, dtype=bool)
+        self.ce = np.zeros(0, dtype=np.int32)
+        self.leader = np.zeros(0, dtype=np.int32)
+        self.leader_epoch = np.zeros(0, dtype=np.int32)
+        self.recovery = np.zeros(0, dtype=np.uint8)
+        self.isr = np.full((0, 1), -1, dtype=np.int32)
+        self.isr_len = np.zeros(0, dtype=np.uint8)
+        self.czxid = np.zeros(0, dtype=np.int64)
+        self.mzxid = np.zeros(0, dtype=np.int64)
+        self.version = np.zeros(0, dtype=np.int64)
+
+    # --- shape ---------------------------------------------------------------------------------------
+    def fits(self, p: int) -> bool:
+        """May partition ``p`` be held here (the table grows to twice its rows at a time)?"""
+        return p < MIN_ROWS or p < 2 * self.cap
+
+    def grow(self, need: int) -> None:
+        """At least ``need`` rows."""
+        if need <= self.cap:
+            return
+        cap = max(need, 2 * self.cap, 8)
+        old = self.cap
+        for name in ("present", "ce", "leader", "leader_epoch", "recovery", "isr_len", "czxid", "mzxid", "version"):
+            col = getattr(self, name)
+            new = np.zeros(cap, dtype=col.dtype)
+            new[:old] = col
+            setattr(self, name, new)
+        isr = np.full((cap, self.width), -1, dtype=np.int32)
+        isr[:old] = self.isr
+        self.isr = isr
+        self.cap = cap
+
+    def widen(self, width: int) -> None:
+        if width <= self.width:
+            return
+        isr = np.full((self.cap, width), -1, dtype=np.int32)
+        isr[:, :self.width] = self.isr
+        self.isr = isr
+        self.width = width
+
+    # --- rows ----------------------------------------------------------------------------------------
+    def put(self, p: int, fields: tuple, czxid: int, mzxid: int, version: int) -> None:
+        if p >= self.cap:
+            self.grow(p + 1)
+        ce, leader, leader_epoch, recovery, isr = fields
+        n = len(isr)
+        if n > self.width:
+            self.widen(n)
+        self.ce[p] = ce
+        self.leader[p] = leader
+        self.leader_epoch[p] = leader_epoch
+        self.recovery[p] = recovery
+        row = self.isr[p]
+        row[:] = -1
+        row[:n] = isr
+        self.isr_len[p] = n
+        self.czxid[p] = czxid
+        self.mzxid[p] = mzxid
+        self.version[p] = version
+        if not self.present[p]:
+            self.present[p] = True
+            self.count += 1
+
+    def put_many(self, ps: np.ndarray, ce, leader, leader_epoch, recovery, isr: np.ndarray, isr_len,
+                 czxid, mzxid, version) -> None:
+        """``put`` of many distinct rows (the scalars or arrays broadcast over ``ps``); ``isr`` is (len(ps), w),
+        -1 padded after each row's ``isr_len``."""
+        if not len(ps):
+            return
+        top = int(ps.max()) + 1
+        if top > self.cap:
+            self.grow(top)
+        w = isr.shape[1]
+        if w > self.width:
+            self.widen(w)
+        self.ce[ps] = ce
+        self.leader[ps] = leader
+        self.leader_epoch[ps] = leader_epoch
+        self.recovery[ps] = recovery
+        if w == self.width:
+            self.isr[ps] = isr
+        else:
+            block = np.full((len(ps), self.width), -1, dtype=np.int32)
+            block[:, :w] = isr
+            self.isr[ps] = block
+        self.isr_len[ps] = isr_len
+        self.czxid[ps] = czxid
+        self.mzxid[ps] = mzxid
+        self.version[ps] = version
+        self.count += len(ps) - int(np.count_nonzero(self.present[ps]))
+        self.present[ps] = True
+
+    def clear(self, p: int) -> None:
+        if self.present[p]:
+            self.present[p] = False
+            self.count -= 1
+
+    def fields(self, p: int) -> tuple:
+        n = int(self.isr_len[p])
+        return (int(self.ce[p]), int(self.leader[p]), int(self.leader_epoch[p]), int(self.recovery[p]),
+                tuple(self.isr[p, :n].tolist()))
+
+    def data(self, p: int) -> bytes:
+        return encode_state(*self.fields(p))
+
+    def node(self, p: int) -> tuple:
+        """The znode tuple ``ZooKeeper`` would hold: (data, czxid, mzxid, version, cversion, owner, pzxid,
+        children)."""
+        czxid = int(self.czxid[p])
+        return (self.data(p), czxid, int(self.mzxid[p]), int(self.version[p]), 0, 0, czxid, None)
+
+    def nodes(self) -> dict[int, tuple]:
+        """``node`` of every row held, by partition (one pass over the columns)."""
+        idx = np.flatnonzero(self.present)
+        if not len(idx):
+            return {}
+        lens = self.isr_len[idx].tolist()
+        isrs = self.isr[idx].tolist()
+        czxids = self.czxid[idx].tolist()
+        enc = encode_state
+        return {p: (enc(ce, ld, le, rc, tuple(row[:n])), cz, mz, v, 0, 0, cz, None)
+                for p, ce, ld, le, rc, row, n, cz, mz, v in zip(
+                    idx.tolist(), self.ce[idx].tolist(), self.leader[idx].tolist(),
+                    self.leader_epoch[idx].tolist(), self.recovery[idx].tolist(), isrs, lens, czxids,
+                    self.mzxid[idx].tolist(), self.version[idx].tolist())}
+
+    def held(self, ps: np.ndarray) -> np.ndarray:
+        """Per partition id of ``ps`` (any ints): is its row held here?"""
+        out = np.zeros(len(ps), dtype=bool)
+        inside = (ps >= 0) & (ps < self.cap)
+        if inside.all():
+            return self.present[ps]
+        out[inside] = self.present[ps[inside]]
+        return out
+
+
+def isr_matrix(isrs: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
+    """(len(isrs), width) int32 matrix, -1 padded, and the lengths (uint8) of a list of ISR tuples."""
+    codes: dict[tuple, int] = {}
+    code = [codes.setdefault(isr, len(codes)) for isr in isrs]
+    pool = list(codes)
+    width = max(max((len(isr) for isr in pool), default=0), 1)
+    mat = np.full((len(pool), width), -1, dtype=np.int32)
+    for i, isr in enumerate(pool):
+        mat[i, :len(isr)] = isr
+    lens = np.fromiter((len(isr) for isr in pool), dtype=np.uint8, count=len(pool))
+    idx = np.asarray(code, dtype=np.intp)
+    return mat[idx], lens[idx]
+
+
+def load_table(rows: list[tuple]) -> tuple[StateTable, list[tuple]]:
+    """A table of ``rows`` (partition, path, fields, czxid, mzxid, version), taking them by partition as
+    ``StateTable.fits`` would; returns it and the rows taken."""
+    table = StateTable()
+    taken = []
+    cap = 0
+    for row in sorted(rows, key=lambda r: r[0]):
+        p = row[0]
+        if p < MIN_ROWS or p < 2 * cap:
+            taken.append(row)
+            if p >= cap:
+                cap = max(p + 1, 2 * cap, 8)
+    if taken:
+        table.grow(cap)
+        ps = np.fromiter((r[0] for r in taken), dtype=np.int64, count=len(taken))
+        isr, isr_len = isr_matrix([r[2][4] for r in taken])
+        table.put_many(ps, [r[2][0] for r in taken], [r[2][1] for r in taken], [r[2][2] for r in taken],
+                       [r[2][3] for r in taken], isr, isr_len, [r[3] for r in taken], [r[4] for r in taken],
+                       [r[5] for r in taken])
+    return table, taken
