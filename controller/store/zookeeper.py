@@ -48,7 +48,9 @@ layout is not observable: every read, Stat, watch, dump and snapshot is what the
 ``multi_many`` (or ``iter_multi``, lazily) applies a batch of multis, each exactly as ``multi``
 would (its own transaction and zxid, rollback, watch delivery before the next one), and
 ``get_data_and_version_many`` reads a batch of znodes: Kafka pipelines such requests; here they
-save the per-call overhead.
+save the per-call overhead. ``get_state_rows``, ``set_state_rows`` and ``create_state_rows`` are the
+same for many /state znodes of one topic (a read; one fenced conditional write or create per
+partition), answered as array work on the table where no watch is armed.
 """
 from __future__ import annotations
 
@@ -59,10 +61,13 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import NamedTuple
 
+import numpy as np
 import structlog
 
 from controller.store.state_table import (
-    MIN_ROWS, StateTable, load_table, parse_state, state_key, topic_of,
+    CODES, MIN_ROWS, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NOCHILDRENFOREPHEMERALS, R_NODEEXISTS, R_NONODE,
+    R_NOT_SENT, R_OK, TOPICS_PREFIX, StateRows, StateTable, StateWriteOutcome, encode_state, isr_matrix, load_table,
+    parse_state, plain_topic, state_key, state_path, topic_of,
 )
 from statemachines.errors import StoreError
 
@@ -921,6 +926,290 @@ class ZooKeeper:
                 if path not in table and table is self._data_watches:
                     self._data_watch_added(path)
                 table.setdefault(path, {}).update(entry)
+
+    # --- /state batches ------------------------------------------------------------------------------
+    # The batch forms of what a controller does to many /state znodes of one topic: a read, fenced
+    # conditional writes and fenced creates. Each gives exactly what the requests one by one would
+    # (``get_data_and_version_many``; ``iter_multi`` of one multi [CheckOp, SetDataOp/CreateOp] per
+    # partition, stopping where the session is found gone, as a client stops there): the same results,
+    # zxids, times, Stats, bodies and watch events. A stretch of rows held in the table that nothing
+    # watches is done as array work (versions compared as arrays, zxids assigned as a range, the time
+    # column extended at once, one clock reading per stretch); a watched row, a znode kept as bytes, or a
+    # check on one of the topic's own /state paths is sent on its own, and after a row whose events
+    # reached a watcher the rest is looked at again (the watcher may have changed anything).
+    def _rows_held(self, topic: str, ps: np.ndarray) -> np.ndarray:
+        table = self._tables.get(topic)
+        return table.held(ps) if table is not None else np.zeros(len(ps), dtype=bool)
+
+    def get_state_rows(self, session_id: int, topic: str, partitions: np.ndarray,
+                       watch: Container[int] = ()) -> StateRows | None:
+        """``get_data_and_version_many`` of the partitions' /state paths (a data watch armed, in row order, on
+        each existing one whose partition is in ``watch``), as columns: the fields of ``PartitionStateColumns``
+        (missing znodes: exists False, 0 / -1 elsewhere; the ISR matrix as wide as the longest ISR read, at
+        least 1). None, having done nothing, when one of the znodes is kept as bytes (the caller then reads
+        them with ``get_data_and_version_many`` and decodes them)."""
+        ps = np.asarray(partitions, dtype=np.int64)
+        n = len(ps)
+        held = self._rows_held(topic, ps)
+        if not held.all():
+            nodes = self._nodes
+            for p in ps[~held].tolist():
+                if f"/brokers/topics/{topic}/partitions/{p}/state" in nodes:
+                    return None
+        if n:    # get_data_and_version_many of nothing sends nothing
+            sess = self._live(session_id)
+            if watch:
+                wanted = np.fromiter((p for p in watch if type(p) is int), dtype=np.int64)
+                for p in ps[held & np.isin(ps, wanted)].tolist():
+                    self._arm(sess, False, state_path(topic, p))
+        rows = ps[held]
+        table = self._tables.get(topic)
+        width = int(table.isr_len[rows].max()) if len(rows) else 0
+        width = max(width, 1)
+        ce = np.zeros(n, dtype=np.int32)
+        leader = np.full(n, -1, dtype=np.int32)
+        epoch = np.full(n, -1, dtype=np.int32)
+        recovery = np.zeros(n, dtype=np.uint8)
+        version = np.full(n, -1, dtype=np.int32)
+        isr = np.full((n, width), -1, dtype=np.int32)
+        if len(rows):
+            ce[held] = table.ce[rows]
+            leader[held] = table.leader[rows]
+            epoch[held] = table.leader_epoch[rows]
+            recovery[held] = table.recovery[rows]
+            version[held] = table.version[rows]
+            isr[held] = table.isr[rows, :width]
+        return StateRows(held, ce, leader, epoch, isr, recovery, version)
+
+    def _fenced_one(self, sess: _Session, check: CheckOp, op) -> tuple[int, int, bool]:
+        """One multi [check, op] as ``iter_multi`` applies it: (R_* code, the new version or -1, whether
+        events were queued for delivery)."""
+        now = self._now()
+        sess.last = now
+        try:
+            res = self._transact(sess, [check, op], now)[1]
+            code, version = R_OK, res.stat.version if type(res) is SetDataResult else -1
+        except MultiError as e:
+            version = -1
+            if e.failed_index == 0:
+                code = R_CHECK_NONODE if e.code == "NONODE" else R_CHECK_BADVERSION
+            else:
+                code = CODES[e.code]
+        if self._pending:
+            self._deliver()
+            return code, version, True
+        return code, version, False
+
+    def _check_code(self, check: CheckOp) -> int:
+        node = self._nodes.get(check.path)
+        if node is None:
+            return R_CHECK_NONODE
+        if check.version != ANY_VERSION and self._version(check.path, node) != check.version:
+            return R_CHECK_BADVERSION
+        return R_OK
+
+    def set_state_rows(self, session_id: int, topic: str, partitions: np.ndarray, controller_epoch: int,
+                       leader: np.ndarray, leader_epoch: np.ndarray, isr: np.ndarray, isr_len: np.ndarray,
+                       recovery: np.ndarray, expected_version: np.ndarray, check: CheckOp) -> StateWriteOutcome:
+        """For each row in order, the multi [``check``, SetDataOp(/state of the partition, its body, its
+        expected version)], as ``iter_multi`` would apply it; the body is
+        ``encode_leader_and_isr(LeaderAndIsr(leader, leader_epoch, isr[:isr_len], recovery), controller_epoch)``.
+
+        ``partitions`` distinct; ``isr`` (n, w) with each row's ISR in its first ``isr_len`` entries, -1 after;
+        every value an int32 (``recovery`` 0-255, ``isr_len`` at most ``state_table.MAX_ISR``). Where the
+        session is found gone the batch stops (``stopped``), as a client stops at its first SESSIONEXPIRED."""
+        if not plain_topic(topic):
+            raise ValueError(f"not a topic name: {topic!r}")
+        _checked_ops((check,))
+        ps = np.asarray(partitions, dtype=np.int64)
+        n = len(ps)
+        if n > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != n:
+            raise ValueError("partitions must be distinct")
+        code = np.full(n, R_NOT_SENT, dtype=np.int8)
+        version = np.full(n, -1, dtype=np.int64)
+        own_check = (key := state_key(check.path)) is not None and key[0] == topic
+        sessions = self._sessions
+        nodes = self._nodes
+        i = 0
+        while i < n:
+            sess = sessions.get(session_id)
+            if sess is None:
+                return StateWriteOutcome(code, version, i)
+            rest = ps[i:]
+            held = self._rows_held(topic, rest)
+            if own_check:
+                alone = np.ones(len(rest), dtype=bool)
+            else:
+                watched = self._state_watched.get(topic)
+                alone = (np.isin(rest, np.fromiter(watched, dtype=np.int64)) if watched
+                         else np.zeros(len(rest), dtype=bool))
+                for j in np.flatnonzero(~held).tolist():
+                    if state_path(topic, int(rest[j])) in nodes:
+                        alone[j] = True
+            start = 0
+            looked_again = False
+            for j in np.flatnonzero(alone).tolist():
+                if j > start:
+                    self._set_rows(sess, topic, i + start, i + j, held[start:j], ps, controller_epoch, leader,
+                                   leader_epoch, isr, isr_len, recovery, expected_version, check, code, version)
+                k = i + j
+                sess = sessions.get(session_id)
+                if sess is None:
+                    return StateWriteOutcome(code, version, k)
+                p = int(ps[k])
+                data = encode_state(int(controller_epoch), int(leader[k]), int(leader_epoch[k]), int(recovery[k]),
+                                    tuple(isr[k, :int(isr_len[k])].tolist()))
+                code[k], version[k], delivered = self._fenced_one(
+                    sess, check, SetDataOp(state_path(topic, p), data, int(expected_version[k])))
+                start = j + 1
+                if delivered:   # a watcher ran: look at the rest again
+                    i = k + 1
+                    looked_again = True
+                    break
+            if looked_again:
+                continue
+            if start < len(rest):
+                sess = sessions.get(session_id)
+                if sess is None:
+                    return StateWriteOutcome(code, version, i + start)
+                self._set_rows(sess, topic, i + start, n, held[start:], ps, controller_epoch, leader, leader_epoch,
+                               isr, isr_len, recovery, expected_version, check, code, version)
+            i = n
+        return StateWriteOutcome(code, version, -1)
+
+    def _set_rows(self, sess: _Session, topic: str, a: int, b: int, held: np.ndarray, ps: np.ndarray,
+                  controller_epoch: int, leader, leader_epoch, isr, isr_len, recovery, expected_version,
+                  check: CheckOp, code: np.ndarray, version: np.ndarray) -> None:
+        """Rows [a, b) of ``set_state_rows``, none watched, each held in the table (``held``) or missing."""
+        m = b - a
+        now = self._now()
+        sess.last = now
+        z0 = self._zxid
+        self._zxid = z0 + m
+        self._times.extend(array("q", (now,)) * m)
+        checked = self._check_code(check)
+        if checked != R_OK:
+            code[a:b] = checked
+            return
+        out = np.full(m, R_NONODE, dtype=np.int8)
+        sel = np.flatnonzero(held)
+        if len(sel):
+            table = self._tables[topic]
+            rows = sel + a
+            tp = ps[rows]
+            cur = table.version[tp]
+            expected = np.asarray(expected_version[rows], dtype=np.int64)
+            ok = (expected == ANY_VERSION) | (cur == expected)
+            out[sel] = np.where(ok, R_OK, R_BADVERSION)
+            if ok.any():
+                sel, rows, tp = sel[ok], rows[ok], tp[ok]
+                new_version = cur[ok] + 1
+                width = isr.shape[1]
+                if width > table.width:
+                    table.widen(width)
+                table.version[tp] = new_version
+                table.mzxid[tp] = z0 + 1 + sel
+                table.ce[tp] = controller_epoch
+                table.leader[tp] = leader[rows]
+                table.leader_epoch[tp] = leader_epoch[rows]
+                table.recovery[tp] = recovery[rows]
+                table.isr[tp, :width] = isr[rows]
+                if width < table.width:
+                    table.isr[tp, width:] = -1
+                table.isr_len[tp] = isr_len[rows]
+                version[rows] = new_version
+        code[a:b] = out
+
+    def create_state_rows(self, session_id: int, topic: str, partitions: list[int], datas: list[bytes],
+                          check: CheckOp) -> StateWriteOutcome:
+        """For each row in order, the multi [``check``, CreateOp(/state of the partition, its data)], as
+        ``iter_multi`` would apply it (the parent ``.../partitions/<p>`` must exist); stops where the session
+        is found gone (``stopped``). ``version`` is unused (-1)."""
+        if not plain_topic(topic):
+            raise ValueError(f"not a topic name: {topic!r}")
+        _checked_ops((check,))
+        if any(type(p) is not int for p in partitions):
+            raise TypeError("partitions must be ints")
+        n = len(partitions)
+        code = np.full(n, R_NOT_SENT, dtype=np.int8)
+        version = np.full(n, -1, dtype=np.int64)
+        own_check = (key := state_key(check.path)) is not None and key[0] == topic
+        sessions = self._sessions
+        nodes = self._nodes
+        data_watches, child_watches = self._data_watches, self._child_watches
+        times = self._times
+        intern = self._intern
+        prefix = f"{TOPICS_PREFIX}{topic}/partitions/"
+        pending: list[tuple] = []       # rows created into the table, written into it in one go
+        checked = None                  # the check's outcome, while no watcher has run
+        stopped = -1
+        table = self._tables.get(topic)
+        for k in range(n):
+            sess = sessions.get(session_id)
+            if sess is None:
+                stopped = k
+                break
+            p = partitions[k]
+            parent_path = f"{prefix}{p}"
+            path = parent_path + "/state"
+            data = datas[k]
+            if own_check or path in data_watches or parent_path in child_watches:
+                self._flush_created(topic, pending)
+                code[k], _, delivered = self._fenced_one(sess, check, CreateOp(path, data))
+                table = self._tables.get(topic)
+                if delivered:
+                    checked = None
+                continue
+            now = self._now()
+            sess.last = now
+            zxid = self._zxid = self._zxid + 1
+            times.append(now)
+            if checked is None:
+                checked = self._check_code(check)
+            if checked != R_OK:
+                code[k] = checked
+                continue
+            parent = nodes.get(parent_path)
+            if parent is None:
+                code[k] = R_NONODE
+                continue
+            if path in nodes:
+                code[k] = R_NODEEXISTS
+                continue
+            pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
+            if powner:
+                code[k] = R_NOCHILDRENFOREPHEMERALS
+                continue
+            fields = parse_state(data) if 0 <= p <= 0x7FFFFFFF else None
+            if fields is not None and (p < MIN_ROWS if table is None else table.fits(p)):
+                if table is None:
+                    table = self._tables[topic] = StateTable()
+                if p >= table.cap:
+                    table.grow(p + 1)
+                pending.append((p, fields, zxid))
+                nodes[path] = p
+            else:
+                if data is not None and len(data) <= _INTERN_MAX_LEN:
+                    data = intern.get(data) or self._share(data)
+                nodes[path] = (data, zxid, zxid, 0, 0, 0, zxid, None)
+            nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
+                                  _with_child(pchildren, path))
+            code[k] = R_OK
+        self._flush_created(topic, pending)
+        return StateWriteOutcome(code, version, stopped)
+
+    def _flush_created(self, topic: str, pending: list[tuple]) -> None:
+        """Write the rows ``create_state_rows`` has created into the topic's table."""
+        if not pending:
+            return
+        table = self._tables[topic]
+        ps = np.fromiter((r[0] for r in pending), dtype=np.int64, count=len(pending))
+        zx = np.fromiter((r[2] for r in pending), dtype=np.int64, count=len(pending))
+        f = [r[1] for r in pending]
+        isr, isr_len = isr_matrix([x[4] for x in f])
+        table.put_many(ps, [x[0] for x in f], [x[1] for x in f], [x[2] for x in f], [x[3] for x in f], isr, isr_len,
+                       zx, zx, 0)
+        pending.clear()
 
     # --- conveniences --------------------------------------------------------------------------------
     def create_recursive(self, session_id: int, path: str, data: bytes | None = b"", *,
