@@ -22,7 +22,11 @@ behaves as Kafka's client does on top of it:
   the batch's requests have been sent, as Kafka unwraps pipelined responses. -1 means unfenced.
   The partition-state batches (``create_partition_states``, ``update_leader_and_isr``) go through
   ``ZooKeeper.iter_multi`` and ``get_partition_states`` through ``get_data_and_version_many``: the
-  same requests, pipelined.
+  same requests, pipelined. The batch path's column methods (``read_partition_state_columns``,
+  ``write_leader_and_isr_columns``) and the ``/state`` creates of ``create_partition_states`` go through
+  the model's ``/state`` table (``ZooKeeper.get_state_rows``, ``set_state_rows``, ``create_state_rows``):
+  the same requests again, answered as array work, with the same results as the per-partition
+  methods (``PartitionStateColumnsMixin``, which they fall back to for anything unusual).
 
 The znode bodies come from ``controller.store.zk_data``. It implements ``statemachines.ports.PartitionStateStore``.
 """
@@ -32,9 +36,14 @@ import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+import numpy as np
 import structlog
 
 from controller.store.state_columns import PartitionStateColumnsMixin
+from controller.store.state_table import (
+    CODE_NAMES, MAX_ISR, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NONODE, R_OK, plain_topic, state_key,
+    state_path,
+)
 from controller.store.zk_data import (
     BROKER_IDS_PATH, CLUSTER_ID_PATH, CONFIG_CHANGES_PATH, CONFIG_CHANGE_PREFIX, CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH, DELETE_TOPICS_PATH, FEATURE_PATH, INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
@@ -56,7 +65,7 @@ from controller.store.zookeeper import (
 )
 from statemachines.errors import ControllerMovedError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
-from statemachines.ports import UpdateLeaderAndIsrResult
+from statemachines.ports import ColumnWriteResult, PartitionStateColumns, UpdateLeaderAndIsrResult
 
 _log = structlog.get_logger("kcontroller.kafka_zk_client")
 
@@ -154,6 +163,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         # Kafka 3.7.1+ (KAFKA-16539) checks /controller before config writes; 3.7.0 does not.
         self.enable_entity_config_controller_check = enable_entity_config_controller_check
         self._znode_handlers: dict[str, object] = {}
+        self._state_handler_partitions: dict[str, set[int]] = {}   # topic -> partitions of the /state handlers
         self._child_handlers: dict[str, object] = {}
         self._state_handlers: dict[str, object] = {}
         self._closed = False
@@ -195,6 +205,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
             return
         self._closed = True
         self._znode_handlers.clear()
+        self._state_handler_partitions.clear()
         self._child_handlers.clear()
         self._state_handlers.clear()
         self._zk.close_session(self._session_id)
@@ -203,6 +214,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         """The process died (kill -9): nothing more happens here; the session lives until it times out."""
         self._closed = True
         self._znode_handlers.clear()
+        self._state_handler_partitions.clear()
         self._child_handlers.clear()
         self._state_handlers.clear()
 
@@ -233,9 +245,18 @@ class KafkaZkClient(PartitionStateColumnsMixin):
     # --- ZooKeeperClient: handlers ------------------------------------------------------------------------
     def register_znode_change_handler(self, handler) -> None:
         self._znode_handlers[handler.path] = handler
+        key = state_key(handler.path) if isinstance(handler.path, str) else None
+        if key is not None:
+            self._state_handler_partitions.setdefault(key[0], set()).add(key[1])
 
     def unregister_znode_change_handler(self, path: str) -> None:
         self._znode_handlers.pop(path, None)
+        key = state_key(path) if isinstance(path, str) else None
+        if key is not None and key[0] in self._state_handler_partitions:
+            watched = self._state_handler_partitions[key[0]]
+            watched.discard(key[1])
+            if not watched:
+                del self._state_handler_partitions[key[0]]
 
     def register_znode_child_change_handler(self, handler) -> None:
         self._child_handlers[handler.path] = handler
@@ -646,6 +667,10 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         self._unwrap(_failures(self._write_many([CreateOp(topic_partitions_path(t), None) for t in topics], expected)))
         paths = [topic_partition_path(tp) for tp in states]
         self._unwrap(_failures(self._write_many((CreateOp(path, None) for path in paths), expected)))
+        if expected >= 0 and states:
+            created = self._create_state_znodes(states, expected)
+            if created is not None:
+                return created
         outcomes = _failures(self._write_many((CreateOp(f"{path}/state", encode_partition_state(info))
                                                for path, info in zip(paths, states.values())), expected))
         self._unwrap(outcomes)
@@ -684,6 +709,93 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         except KeeperError as e:
             return UpdateLeaderAndIsrResult({tp: e for tp in states}, [])
         return UpdateLeaderAndIsrResult(finished, retry)
+
+    # --- the batch path's column methods (statemachines.ports.PartitionStateStore) -------------------------------
+    def read_partition_state_columns(self, topic: str, partitions: np.ndarray) -> PartitionStateColumns:
+        """``PartitionStateColumnsMixin.read_partition_state_columns`` (the same read, the same watches armed,
+        the same columns) from the model's /state table; the mixin's reading and decoding when a znode of the
+        batch is not in the table (a body in another form than Kafka's)."""
+        ps = partitions
+        if (type(topic) is str and isinstance(ps, np.ndarray) and ps.ndim == 1 and len(ps) and ps.dtype.kind in "iu"
+                and int(ps.min()) >= -(1 << 31) and int(ps.max()) < (1 << 31)):
+            rows = self._zk.get_state_rows(self._session_id, topic, ps,
+                                           self._state_handler_partitions.get(topic, ()))
+            if rows is not None:
+                return PartitionStateColumns(*rows)
+        return super().read_partition_state_columns(topic, partitions)
+
+    def write_leader_and_isr_columns(self, topic: str, partitions: np.ndarray, leader: np.ndarray,
+                                     leader_epoch: np.ndarray, isr: np.ndarray, recovery: np.ndarray,
+                                     expected_version: np.ndarray, controller_epoch: int,
+                                     expected_controller_epoch_zk_version: int) -> ColumnWriteResult:
+        """``PartitionStateColumnsMixin.write_leader_and_isr_columns`` (the same fenced conditional writes, one
+        multi per partition in row order, and the same result) through ``ZooKeeper.set_state_rows``. Input the
+        batch form does not take (unfenced, duplicate partitions, values beyond int32, ISRs longer than
+        ``state_table.MAX_ISR``, ...) goes the mixin's way."""
+        rows = _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, expected_version,
+                                  controller_epoch, expected_controller_epoch_zk_version)
+        if rows is None:
+            return super().write_leader_and_isr_columns(topic, partitions, leader, leader_epoch, isr, recovery,
+                                                        expected_version, controller_epoch,
+                                                        expected_controller_epoch_zk_version)
+        ps, leader, leader_epoch, isr, isr_len, recovery, expected_version, ce, expected = rows
+        out = self._zk.set_state_rows(self._session_id, topic, ps, ce, leader, leader_epoch, isr, isr_len, recovery,
+                                      expected_version, self._epoch_check(expected))
+        n = len(ps)
+        version = np.full(n, -2, dtype=np.int32)
+        if out.stopped >= 0:   # update_leader_and_isr: the lost session fails every partition
+            e = SessionExpiredError()
+            return ColumnWriteResult(version, dict.fromkeys(range(n), e), None)
+        code = out.code
+        failed = np.flatnonzero((code == R_CHECK_NONODE) | (code == R_CHECK_BADVERSION))
+        if len(failed):        # the first failed check: ControllerMovedError, or every partition fails with it
+            e = _CheckFailed(CODE_NAMES[int(code[failed[0]])], expected).error()
+            if isinstance(e, ControllerMovedError):
+                return ColumnWriteResult(version, {}, e)
+            return ColumnWriteResult(version, dict.fromkeys(range(n), e), None)
+        ok = code == R_OK
+        version[ok] = out.version[ok]
+        version[code == R_BADVERSION] = -1
+        errors = {i: KeeperError.create("NONODE", state_path(topic, p))
+                  for i, p in zip(np.flatnonzero(code == R_NONODE).tolist(), ps[code == R_NONODE].tolist())}
+        return ColumnWriteResult(version, errors, None)
+
+    def _create_state_znodes(self, states: Mapping[tuple, LeaderIsrAndControllerEpoch],
+                             expected: int) -> dict[tuple, Exception | None] | None:
+        """The ``/state`` creates of ``create_partition_states`` (fenced) through ``ZooKeeper.create_state_rows``,
+        a run of consecutive partitions of one topic at a time; None (nothing sent) for input it does not take."""
+        items = list(states.items())
+        if not all(isinstance(tp, tuple) and len(tp) == 2 and plain_topic(tp[0]) and type(tp[1]) is int
+                   for tp, _ in items):
+            return None
+        try:
+            datas = [encode_partition_state(info) for _, info in items]
+        except Exception:   # the per-request loop raises it after sending the requests before it
+            return None
+        check = self._epoch_check(expected)
+        out: dict[tuple, Exception | None] = {}
+        check_failed = None
+        i = 0
+        while i < len(items):
+            topic = items[i][0][0]
+            j = i + 1
+            while j < len(items) and items[j][0][0] == topic:
+                j += 1
+            res = self._zk.create_state_rows(self._session_id, topic, [tp[1] for tp, _ in items[i:j]], datas[i:j],
+                                             check)
+            if res.stopped >= 0:   # the requests after it were not sent: the lost session is raised
+                raise SessionExpiredError()
+            for (tp, _), c in zip(items[i:j], res.code.tolist()):
+                if c == R_OK:
+                    out[tp] = None
+                elif c == R_CHECK_NONODE or c == R_CHECK_BADVERSION:
+                    check_failed = check_failed or _CheckFailed(CODE_NAMES[c], expected)
+                else:   # Kafka builds these errors from the result code alone (KeeperException.create(code))
+                    out[tp] = KeeperError.create(CODE_NAMES[c])
+            i = j
+        if check_failed is not None:
+            raise check_failed.error()
+        return out
 
     def update_partition_state_as_leader(self, tp: tuple, leader_and_isr: LeaderAndIsr,
                                          controller_epoch: int) -> tuple[bool, int]:
@@ -1009,3 +1121,48 @@ _ZNODE_METHODS = {EventType.NODE_CREATED: "handle_creation", EventType.NODE_DELE
 def _broker_info(broker_id, host, port, rack, endpoints, jmx_port, features, version) -> BrokerInfo:
     eps = tuple(endpoints) if endpoints else (EndPoint(host, port),)
     return BrokerInfo(broker_id, eps, rack, tuple(sorted(features)), version, jmx_port)
+
+
+def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, expected_version, controller_epoch,
+                       expected_controller_epoch_zk_version) -> tuple | None:
+    """The arguments of ``write_leader_and_isr_columns`` as ``ZooKeeper.set_state_rows`` takes them, with each
+    ISR as the mixin makes it (the non-negative entries, in order); None for input only the mixin takes."""
+    expected, ce = expected_controller_epoch_zk_version, controller_epoch
+    if not (isinstance(expected, (int, np.integer)) and not isinstance(expected, bool) and expected >= 0
+            and isinstance(ce, (int, np.integer)) and not isinstance(ce, bool) and _INT32_MIN <= ce <= _INT32_MAX
+            and plain_topic(topic)):
+        return None
+    cols = (partitions, leader, leader_epoch, recovery, expected_version)
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind in "iu" for c in cols):
+        return None
+    n = len(partitions)
+    if not n or any(len(c) != n for c in cols):
+        return None
+    if not (isinstance(isr, np.ndarray) and isr.ndim == 2 and isr.shape[0] == n and isr.dtype.kind in "iu"):
+        return None
+    for c in (partitions, leader, leader_epoch):
+        if int(c.min()) < _INT32_MIN or int(c.max()) > _INT32_MAX:
+            return None
+    if int(recovery.min()) < 0 or int(recovery.max()) > 255 or int(expected_version.max()) > _INT32_MAX \
+            or int(expected_version.min()) < _INT32_MIN:
+        return None
+    ps = partitions.astype(np.int64)
+    if n > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != n:
+        return None     # the mixin's dict of partitions keeps one row of each
+    width = isr.shape[1]
+    if width and int(isr.max()) > _INT32_MAX:
+        return None
+    neg = isr < 0
+    isr_len = width - neg.sum(axis=1)
+    if width and int(isr_len.max()) > MAX_ISR:
+        return None
+    if neg.any():
+        if (neg[:, :-1] & ~neg[:, 1:]).any():     # a negative before a broker id: move the ids up, in order
+            isr = np.take_along_axis(isr, np.argsort(neg, axis=1, kind="stable"), axis=1)
+        isr = np.where(np.arange(width) < isr_len[:, None], isr, -1)
+    return (ps, leader.astype(np.int32), leader_epoch.astype(np.int32), isr.astype(np.int32),
+            isr_len.astype(np.uint8), recovery.astype(np.uint8), expected_version.astype(np.int64), int(ce),
+            int(expected))
+
+
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
