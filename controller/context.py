@@ -498,6 +498,11 @@ class ControllerContext:
     def assignment_codes(self, ts: TopicState, parts: np.ndarray) -> np.ndarray:
         return view_i32(ts.rcode)[parts]
 
+    def tuples_of_rows(self, rows: np.ndarray) -> list[tuple]:
+        """The tuples of a -1 padded int32 matrix's rows, each distinct one built once (the pool's)."""
+        tuples = self.pool.tuples
+        return [tuples[c] for c in self.codes_of_rows(rows).tolist()]
+
     def codes_of_rows(self, rows: np.ndarray) -> np.ndarray:
         """Pool codes of the tuples in a -1 padded int32 matrix (each distinct row interned once)."""
         if not len(rows):

@@ -17,14 +17,13 @@ import numpy as np
 from events.records import (
     ELECTION_CONTROLLED_SHUTDOWN, ELECTION_OFFLINE, ELECTION_OFFLINE_UNCLEAN, RECOVERING, PartitionTransition,
 )
+from events.columns import DictColumn, ListColumn
 from statemachines import election_arrays as ea
 from statemachines.errors import StateChangeFailedError
 from statemachines.leader_and_isr import LeaderAndIsr, TopicPartition
 from statemachines.states import ONLINE_PARTITION, PARTITION_BY_BYTE
 
 
-def _rows_to_tuples(rows: np.ndarray) -> list[tuple]:
-    return [tuple(x for x in row if x >= 0) for row in rows.tolist()]
 
 
 def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: dict, log_info: bool) -> bool:
@@ -134,7 +133,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
                                                                   recipients[ok], leader_epoch[ok])
         new_version = new_version[ok]
         ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
-        isr_t = _rows_to_tuples(isr)
+        isr_t = sm.context.tuples_of_rows(isr)
         rcodes = ctx.assignment_codes(ts, sel).tolist()
         new = tuple.__new__
         for i, (p, ld, le, rc, v, code) in enumerate(zip(sel.tolist(), leader.tolist(), leader_epoch.tolist(),
@@ -145,7 +144,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
             states.append((epoch, ld, le, isr_t[i], v, replicas, ts.adding.get(p, ()), ts.removing.get(p, ()), rc))
             done_lai.append(new(LeaderAndIsr, (ld, le, isr_t[i], rc, v)))
             done_codes.append(code)
-        recipients_all.extend(_rows_to_tuples(recipients))
+        recipients_all.extend(sm.context.tuples_of_rows(recipients))
         done_rows.extend((start + rows).tolist())
     sm.batch.add_leader_and_isr_requests(recipients_all, req_tps, states, False)
 
@@ -213,15 +212,30 @@ def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int],
     width = max(m.shape[1] for m in cols["replicas"])
     n = len(partitions)
     sm.journal.emit_columns(
-        PartitionTransition, topic=[tp[0] for tp in partitions],
+        PartitionTransition, topic=topic_column(segments),
         partition=np.concatenate([s[1] for s in segments]), from_state=np.asarray(currents, dtype=np.uint8),
         to_state=np.full(n, target, dtype=np.uint8),
-        replicas=_rows_to_tuples(np.concatenate([_pad(m, width) for m in cols["replicas"]])),
+        replicas=list_column(np.concatenate([_pad(m, width) for m in cols["replicas"]])),
         leader=np.concatenate(cols["leader"]), leader_epoch=np.concatenate(cols["leader_epoch"]),
-        isr=_rows_to_tuples(np.concatenate([_pad(m, width) for m in cols["isr"]])),
+        isr=list_column(np.concatenate([_pad(m, width) for m in cols["isr"]])),
         partition_epoch=np.concatenate(cols["partition_epoch"]),
         recovery_state=np.concatenate(cols["recovery_state"]), election=np.full(n, code, dtype=np.uint8))
     return True
+
+
+def list_column(rows: np.ndarray) -> ListColumn:
+    """An int tuple column from a matrix whose rows are left-aligned and -1 padded."""
+    keep = rows >= 0
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(keep.sum(axis=1), out=offsets[1:])
+    return ListColumn(offsets, rows[keep])
+
+
+def topic_column(segments: list) -> DictColumn:
+    """The topic column of rows in ``ControllerContext.topic_segments`` runs (each topic one run)."""
+    names = tuple(ts.name for ts, *_ in segments)
+    codes = np.repeat(np.arange(len(names), dtype=np.int32), [len(s[1]) for s in segments])
+    return DictColumn(names, codes)
 
 
 def _pad(m: np.ndarray, width: int) -> np.ndarray:
@@ -266,7 +280,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
     new = tuple.__new__
     to_create: dict = {}
     for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
-        for p, ld, i in zip(parts[rows].tolist(), leader.tolist(), _rows_to_tuples(isr)):
+        for p, ld, i in zip(parts[rows].tolist(), leader.tolist(), sm.context.tuples_of_rows(isr)):
             to_create[(ts.name, p)] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (ld, 0, i, RECOVERED, 0)),
                                                                          epoch))
     if not to_create:

@@ -100,7 +100,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
             continue
         ctx.put_leadership_arrays(ts, parts[rows], leader, leader_epoch, ctx.codes_of_rows(isr), recovery,
                                   version, epoch)
-        isr_tuples = [tuple(x for x in row if x >= 0) for row in isr.tolist()]
+        isr_tuples = ctx.tuples_of_rows(isr)
         sm.journal.emit_rows(LeaderAndIsrUpdated, [
             (ts.name, p, ld, le, i, v, rc, UPDATE_OFFLINE_REPLICA, replica_id)
             for p, ld, le, i, v, rc in zip(parts[rows].tolist(), leader.tolist(), leader_epoch.tolist(),
