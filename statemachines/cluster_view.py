@@ -523,12 +523,14 @@ def _any_of(options: list[bytes]) -> bytes:
 
 
 # How every ViewSnapshot record starts in a payload, whichever msgpack widths the writer chose: an
-# array of 8 fields, kind 52, version 1. A payload without this byte sequence holds no snapshot; one
+# array of 8 fields, kind 52, a schema version this reader knows. A payload without this byte sequence holds no snapshot; one
 # with it may (a string or an 8-replica list can hold the same bytes): it is decoded to find out.
 _SNAPSHOT_START = re.compile(
     _any_of([bytes([0x90 + len(ViewSnapshot._fields)]), b"\xdc" + len(ViewSnapshot._fields).to_bytes(2, "big"),
              b"\xdd" + len(ViewSnapshot._fields).to_bytes(4, "big")])
-    + _any_of(_int_encodings(ViewSnapshot.KIND)) + _any_of(_int_encodings(ViewSnapshot.VERSION)))
+    + _any_of(_int_encodings(ViewSnapshot.KIND))
+    # every schema version the log may hold (logs written before version 2 hold version 1 snapshots)
+    + _any_of([e for v in range(1, ViewSnapshot.VERSION + 1) for e in _int_encodings(v)]))
 
 
 def _past(batch: Batch, at_offset: int | None, at_time: int | None) -> bool:
