@@ -483,6 +483,64 @@ class ControllerContext:
             states[absent] = default
         return states
 
+    def initialize_replica_states(self, online: int, offline: int) -> None:
+        """Kafka's initializeReplicaState in bulk: every replica of every partition gets ``online`` if it is
+        online, else ``offline`` (direct puts, in assignment order, as one put per replica would)."""
+        live = self.live_mask()
+        offline_dirs = {b: s for b, s in self.replicas_on_offline_dirs.items() if s}
+        matrix = self.pool.matrix()
+        for topic, ts in self.topics.items():
+            n = len(ts)
+            if not n:
+                continue
+            if bool((view_i32(ts.ridcode) != EMPTY_CODE).any()):   # states already there: one put each
+                is_online = self.online_replica_filter()
+                for p in range(n):
+                    for r in self.pool.tuples[ts.rcode[p]]:
+                        self.put_replica_state((topic, p, r), online if is_online(r, (topic, p)) else offline)
+                continue
+            rows = matrix[view_i32(ts.rcode)]
+            width = int(self.pool.lengths()[view_i32(ts.rcode)].max())
+            if not width:
+                continue
+            rows = rows[:, :width]
+            on = (rows >= 0) & (rows < len(live))
+            on[on] = live[rows[on]]
+            if offline_dirs:
+                for p, j in zip(*np.nonzero(on)):
+                    s = offline_dirs.get(int(rows[p, j]))
+                    if s and (topic, int(p)) in s:
+                        on[p, j] = False
+            ts.ridcode = array("i", ts.rcode)
+            ts.widen_rstates(width)
+            grid = view_u8(ts.rstates).reshape(n, ts.rwidth)
+            grid[:, :width] = np.where(rows >= 0, np.where(on, online, offline), 0)
+            del grid
+
+    def initialize_partition_states(self, new: int, online: int, offline: int) -> None:
+        """Kafka's initializePartitionState in bulk: ``new`` without leadership info, else ``online`` when the
+        leader is online, ``offline`` when not (direct puts)."""
+        live = self.live_mask()
+        offline_dirs = {b: s for b, s in self.replicas_on_offline_dirs.items() if s}
+        for topic, ts in self.topics.items():
+            n = len(ts)
+            if not n:
+                continue
+            leader = view_i32(ts.leader)
+            on = (leader >= 0) & (leader < len(live))
+            on[on] = live[leader[on]]
+            if offline_dirs:
+                for p in np.flatnonzero(on).tolist():
+                    s = offline_dirs.get(int(leader[p]))
+                    if s and (topic, p) in s:
+                        on[p] = False
+            no_info = view_i32(ts.leader_epoch) == NO_EPOCH
+            del leader
+            everything = np.arange(n)
+            for state, mask in ((new, no_info), (online, ~no_info & on), (offline, ~no_info & ~on)):
+                if mask.any():
+                    self.put_partition_states_array(ts, everything[mask], state)
+
     def put_replica_states_array(self, ts: TopicState, parts: np.ndarray, cols: np.ndarray, state: int) -> None:
         """Set the state of the replicas at ``cols`` (all >= 0) of partitions ``parts``."""
         grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)

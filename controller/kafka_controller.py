@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+import numpy as np
 import structlog
 
 from controller.config import KafkaConfig
@@ -450,11 +451,23 @@ class KafkaController(PartitionReassignmentMixin):
             ctx.add_topic(topic)
             self._register_partition_modifications_handler(topic)
         assignments = self.zk.get_full_replica_assignment_for_topics(topics)
+        by_topic: dict[str, list] = {}
         for tp in sorted(assignments):
-            assignment = assignments[tp]
-            ctx.update_partition_full_replica_assignment(tp, assignment)
-            if assignment.is_being_reassigned:
-                ctx.partitions_being_reassigned.add(tp)
+            by_topic.setdefault(tp[0], []).append(tp)
+        for topic, tps in by_topic.items():
+            if (self.partition_state_machine.batch_path and not len(ctx.topics[topic]) and tps[-1][1] == len(tps) - 1
+                    and not any(assignments[tp].is_being_reassigned for tp in tps)):
+                # The whole topic at once (a partition without leadership info counts as balanced: nothing to
+                # adjust); the same columns as one update per partition.
+                code = ctx.pool.code
+                ctx.set_topic_assignment_codes(topic, np.fromiter(
+                    (code(tuple(assignments[tp].replicas)) for tp in tps), dtype=np.int32, count=len(tps)))
+                continue
+            for tp in tps:
+                assignment = assignments[tp]
+                ctx.update_partition_full_replica_assignment(tp, assignment)
+                if assignment.is_being_reassigned:
+                    ctx.partitions_being_reassigned.add(tp)
         ctx.clear_partition_leadership_info()
         ctx.shutting_down_broker_ids.clear()
         self._register_broker_modifications_handlers(sorted(ctx.live_broker_epochs))
@@ -1056,6 +1069,19 @@ class KafkaController(PartitionReassignmentMixin):
         """Read ``/state`` of the partitions (all if None) into the context. With ``reason``, record each
         partition whose leader/ISR changed as a LeaderAndIsrUpdated."""
         ctx = self.context
+        if partitions is None and reason is None and self.partition_state_machine.batch_path:
+            # Every partition, topic by topic, as columns (the same reads, no object per partition).
+            for topic, ts in ctx.topics.items():
+                if not len(ts):
+                    continue
+                parts = np.arange(len(ts))
+                r = self.zk.read_partition_state_columns(topic, parts)
+                ok = r.exists
+                if ok.any():
+                    ctx.put_leadership_arrays(ts, parts[ok], r.leader[ok], r.leader_epoch[ok],
+                                              ctx.codes_of_rows(r.isr[ok]), r.recovery[ok], r.version[ok],
+                                              r.controller_epoch[ok])
+            return
         if partitions is None:
             partitions = list(ctx.all_partitions())
         if not partitions:

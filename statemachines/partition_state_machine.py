@@ -131,6 +131,9 @@ class PartitionStateMachine:
     def initialize_partition_state(self) -> None:
         """Online if the cached leader is online, Offline if not, New without leadership info (direct puts)."""
         ctx = self.context
+        if self.batch_path and hasattr(ctx, "initialize_partition_states"):
+            ctx.initialize_partition_states(NEW_PARTITION, ONLINE_PARTITION, OFFLINE_PARTITION)
+            return
         is_online = ctx.online_replica_filter()
         for tp in list(ctx.all_partitions()):
             if not ctx.has_leadership_info(tp):

@@ -69,6 +69,9 @@ class ReplicaStateMachine:
     def initialize_replica_state(self) -> None:
         """Online replicas start OnlineReplica; the others ReplicaDeletionIneligible (direct puts, no records)."""
         ctx = self.context
+        if self.batch_path and hasattr(ctx, "initialize_replica_states"):
+            ctx.initialize_replica_states(ONLINE_REPLICA, REPLICA_DELETION_INELIGIBLE)
+            return
         is_online = ctx.online_replica_filter()
         for topic in list(ctx.topics):
             for tp in ctx.partitions_for_topic(topic):
