@@ -62,11 +62,10 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
-import msgpack  # noqa: E402
 import structlog  # noqa: E402
 
 from controller.store.zk_data import _scala_presized_table, java_hash, scala_mutable_order  # noqa: E402
-from events.codec import decode_raw  # noqa: E402
+from events.codec import decode_elements, encode_batch_pieces  # noqa: E402
 from events.log import FsyncPolicy, LogReader, LogWriter  # noqa: E402
 from events.records import (  # noqa: E402
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, ELECTION_CONTROLLED_SHUTDOWN, ELECTION_NEW_PARTITION,
@@ -992,8 +991,8 @@ def baseline_replay(log_dir: str) -> int:
     """Decode every batch of the log, re-encode it and compare the bytes; returns the records seen."""
     records = 0
     for batch in LogReader(log_dir).iter_batches():                # read and checksum-verify each batch
-        rows = decode_raw(batch.payload)                           # decode its records
-        again = msgpack.packb(list(rows), use_bin_type=True)       # re-encode them
+        elements = decode_elements(batch.payload)                  # decode its records and columnar batches
+        again = b"".join(encode_batch_pieces(elements))            # re-encode them
         if again != batch.payload:                                 # compare, batch by batch
             raise RuntimeError(f"batch at offset {batch.base_offset} re-encodes differently")
         records += batch.record_count
