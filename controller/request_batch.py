@@ -13,6 +13,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+import numpy as np
+
 from events.records import (
     HEADER_LEN, API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, SCHEMA_VERSION,
     LeaderAndIsrPartition,
@@ -161,10 +163,39 @@ class ControllerBrokerRequestBatch:
             self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
             self._all_live_added = True
 
-    def add_leader_and_isr_requests(self, recipients: list, tps: list, states: list, is_new: bool) -> None:
+    def update_metadata_entries(self, ts, parts) -> dict | None:
+        """(topic, partition) -> the UpdateMetadata partition state ``_add_update_metadata_partition`` would
+        add, for partitions ``parts`` (numpy indexes) of one topic's columns, computed as arrays; None when
+        replicas on offline log directories make it a per-partition question."""
+        ctx = self.context
+        if ctx.has_offline_dirs():
+            return None
+        ce, leader, le, icode, pe, _ = ctx.leadership_arrays(ts, parts)
+        has = le != -1
+        parts, ce, leader, le, icode, pe = parts[has], ce[has], leader[has], le[has], icode[has], pe[has]
+        rcodes = ctx.assignment_codes(ts, parts)
+        rows = ctx.pool.matrix()[rcodes]
+        live = ctx.live_mask()
+        offline = rows >= 0
+        known = offline & (rows < len(live))
+        offline[known] = ~live[rows[known]]
+        offline_t = ctx.tuples_of_rows(np.where(offline, rows, -1))
+        tuples = ctx.pool.tuples
+        name = ts.name
+        if name in ctx.topics_to_be_deleted:
+            # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
+            return {(name, p): (c, LEADER_DURING_DELETE, 0, tuples[i], 0, tuples[r], o)
+                    for p, c, i, r, o in zip(parts.tolist(), ce.tolist(), icode.tolist(), rcodes.tolist(), offline_t)}
+        return {(name, p): (c, ld, e, tuples[i], v, tuples[r], o)
+                for p, c, ld, e, i, v, r, o in zip(parts.tolist(), ce.tolist(), leader.tolist(), le.tolist(),
+                                                   icode.tolist(), pe.tolist(), rcodes.tolist(), offline_t)}
+
+    def add_leader_and_isr_requests(self, recipients: list, tps: list, states: list, is_new: bool,
+                                    update_metadata: dict | None = None) -> None:
         """``add_leader_and_isr_request_for_brokers`` for many partitions, in order: ``recipients[i]`` the broker
         ids for ``tps[i]``, ``states[i]`` = (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas,
-        adding, removing, recovery_state)."""
+        adding, removing, recovery_state). ``update_metadata``: their UpdateMetadata states as
+        ``update_metadata_entries`` gives them (else computed one by one)."""
         requests = self.leader_and_isr_requests
         for brokers, tp, (ce, leader, epoch, isr, pe, replicas, adding, removing, rs) in zip(recipients, tps, states):
             for b in brokers:
@@ -179,6 +210,16 @@ class ControllerBrokerRequestBatch:
         if not self._all_live_added:
             self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, ())
             self._all_live_added = True
+        if update_metadata is not None:
+            partitions = self.update_metadata_partitions
+            add = self._add_update_metadata_partition
+            for tp in tps:
+                entry = update_metadata.get(tp)
+                if entry is not None:
+                    partitions[tp] = entry
+                else:
+                    add(tp)
+            return
         add = self._add_update_metadata_partition
         for tp in tps:
             add(tp)

@@ -300,7 +300,7 @@ class ColumnBatch:
     """
 
     __slots__ = ("cls", "v", "first_offset", "controller_id", "controller_epoch", "timestamp_ms", "cause_offset",
-                 "n", "columns")
+                 "n", "columns", "_records")
 
     def __init__(self, cls, first_offset: int, header: Sequence[int], n: int, columns: tuple, *,
                  v: int = SCHEMA_VERSION):
@@ -311,6 +311,7 @@ class ColumnBatch:
         self.controller_id, self.controller_epoch, self.timestamp_ms, self.cause_offset = header
         self.n = n
         self.columns = columns
+        self._records = None   # what records() built, kept: a batch is immutable
 
     # -- building ----------------------------------------------------------------------------
 
@@ -440,8 +441,11 @@ class ColumnBatch:
         return zip(*head, *self._value_lists())
 
     def records(self) -> list:
-        """The records as ``events.records`` objects, exactly as the row form decodes them."""
-        return list(map(partial(_new, self.cls), self._rows()))
+        """The records as ``events.records`` objects, exactly as the row form decodes them (built once; the
+        list is shared by every caller: do not change it)."""
+        if self._records is None:
+            self._records = list(map(partial(_new, self.cls), self._rows()))
+        return self._records
 
     def raw_records(self) -> list:
         """The records as plain tuples (what ``codec.decode_raw`` gives for the row form)."""

@@ -21,6 +21,7 @@ from events.columns import DictColumn, ListColumn
 from statemachines import election_arrays as ea
 from statemachines.errors import StateChangeFailedError
 from statemachines.leader_and_isr import LeaderAndIsr, TopicPartition
+from statemachines.replica_batch import update_metadata_of
 from statemachines.states import ONLINE_PARTITION, PARTITION_BY_BYTE
 
 
@@ -122,7 +123,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     # Successful writes: cached, and LeaderAndIsr + UpdateMetadata for the live replicas (row order).
     done_rows, done_lai, done_codes = [], [], []
     tuples = ctx.pool.tuples
-    recipients_all, req_tps, states = [], [], []
+    recipients_all, req_tps, states, selected = [], [], [], []
     for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, _v), new_version in zip(
             segments, elected, written):
         ok = new_version >= 0
@@ -133,6 +134,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
                                                                   recipients[ok], leader_epoch[ok])
         new_version = new_version[ok]
         ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
+        selected.append((ts, sel))
         isr_t = sm.context.tuples_of_rows(isr)
         rcodes = ctx.assignment_codes(ts, sel).tolist()
         new = tuple.__new__
@@ -146,7 +148,8 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
             done_codes.append(code)
         recipients_all.extend(sm.context.tuples_of_rows(recipients))
         done_rows.extend((start + rows).tolist())
-    sm.batch.add_leader_and_isr_requests(recipients_all, req_tps, states, False)
+    sm.batch.add_leader_and_isr_requests(recipients_all, req_tps, states, False,
+                                         update_metadata_of(sm.batch, selected))
 
     # Kafka's order of the first round's results: failed reads, failed elections, then the writes in order.
     outcome: dict = {}
@@ -297,7 +300,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             # Kafka reports NewPartition as the target here (sic).
             done[tp] = sm._log_failed_state_change(tp, ctx.partition_state(tp), NEW_PARTITION, exc)
         return done
-    recipients, req_tps, states = [], [], []
+    recipients, req_tps, states, selected = [], [], [], []
     for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
         sel = parts[rows]
         ok = np.fromiter((responses[(ts.name, p)] is None for p in sel.tolist()), dtype=bool, count=len(sel))
@@ -306,6 +309,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             n = len(okp)
             ctx.put_leadership_arrays(ts, okp, leader[ok], np.zeros(n, dtype=np.int32), ctx.codes_of_rows(isr[ok]),
                                       0, np.zeros(n, dtype=np.int32), epoch)
+            selected.append((ts, okp))
         rcodes = ctx.assignment_codes(ts, sel).tolist()
         for i, (p, ld, keep) in enumerate(zip(sel.tolist(), leader.tolist(), ok.tolist())):
             tp = (ts.name, p)
@@ -318,5 +322,5 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             states.append((epoch, ld, 0, lai.isr, 0, tuples[rcodes[i]], ts.adding.get(p, ()), ts.removing.get(p, ()),
                            RECOVERED))
             done[tp] = lai
-    sm.batch.add_leader_and_isr_requests(recipients, req_tps, states, True)
+    sm.batch.add_leader_and_isr_requests(recipients, req_tps, states, True, update_metadata_of(sm.batch, selected))
     return done

@@ -170,7 +170,8 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
         rep = (tp[0], tp[1], replica_id)
         done.append(rep)
         done_curs.append(ctx.replica_state(rep))
-    batch.add_leader_and_isr_requests(recipients, req_tps, states, False)
+    batch.add_leader_and_isr_requests(recipients, req_tps, states, False, update_metadata_of(
+        batch, [(ts, parts[rows]) for ts, parts, _, rows in updated_rows]))
 
     # ReplicaTransition records (Kafka's logSuccessfulTransition) and the new states, in the results' order.
     sm._succeed(done, done_curs, OFFLINE_REPLICA)
@@ -203,11 +204,12 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
         checked.append((cols, cur, has_info))
     if target == ONLINE_REPLICA:
         tuples = ctx.pool.tuples
-        recipients, tps, states = [], [], []
+        recipients, tps, states, selected = [], [], [], []
         for (ts, parts, _, _), (_, cur, has_info) in zip(segments, checked):
             sel = parts[(cur != NEW_REPLICA) & has_info]
             if not len(sel):
                 continue
+            selected.append((ts, sel))
             ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
             rcodes = ctx.assignment_codes(ts, sel).tolist()
             for i, p in enumerate(sel.tolist()):
@@ -215,7 +217,7 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
                 tps.append((ts.name, p))
                 states.append((ce[i], leader[i], le[i], tuples[icode[i]], pe[i], tuples[rcodes[i]],
                                ts.adding.get(p, ()), ts.removing.get(p, ()), rec[i]))
-        sm.batch.add_leader_and_isr_requests(recipients, tps, states, False)
+        sm.batch.add_leader_and_isr_requests(recipients, tps, states, False, update_metadata_of(sm.batch, selected))
     succeed_columns(sm, replica_id, replicas, segments, checked, target)
     return True
 
@@ -237,3 +239,18 @@ def succeed_columns(sm, replica_id: int, replicas: list[tuple], segments: list, 
                           f"{REPLICA_BY_BYTE[target]}", epoch=sm.context.epoch)
     for (ts, parts, _, _), (cols, _, _) in zip(segments, checked):
         sm.context.put_replica_states_array(ts, parts, cols, target)
+
+
+def update_metadata_of(batch, selections: list) -> dict | None:
+    """The UpdateMetadata states of the partitions ``(columns, indexes)`` in ``selections``, computed as arrays
+    (``ControllerBrokerRequestBatch.update_metadata_entries``); None where the batch computes them one by one."""
+    if not hasattr(batch, "update_metadata_entries"):
+        return None
+    out: dict = {}
+    for ts, parts in selections:
+        if len(parts):
+            entries = batch.update_metadata_entries(ts, parts)
+            if entries is None:
+                return None
+            out.update(entries)
+    return out
