@@ -773,6 +773,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         except Exception:   # the per-request loop raises it after sending the requests before it
             return None
         check = self._epoch_check(expected)
+        sid = self._session_id   # as _write_many: the batch goes on the session it started on
         out: dict[tuple, Exception | None] = {}
         check_failed = None
         i = 0
@@ -781,7 +782,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
             j = i + 1
             while j < len(items) and items[j][0][0] == topic:
                 j += 1
-            res = self._zk.create_state_rows(self._session_id, topic, [tp[1] for tp, _ in items[i:j]], datas[i:j],
+            res = self._zk.create_state_rows(sid, topic, [tp[1] for tp, _ in items[i:j]], datas[i:j],
                                              check)
             if res.stopped >= 0:   # the requests after it were not sent: the lost session is raised
                 raise SessionExpiredError()
@@ -1140,21 +1141,20 @@ def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, e
         return None
     if not (isinstance(isr, np.ndarray) and isr.ndim == 2 and isr.shape[0] == n and isr.dtype.kind in "iu"):
         return None
-    for c in (partitions, leader, leader_epoch):
-        if int(c.min()) < _INT32_MIN or int(c.max()) > _INT32_MAX:
+    for c in (partitions, leader, leader_epoch, expected_version):
+        if not _fits_int32(c):
             return None
-    if int(recovery.min()) < 0 or int(recovery.max()) > 255 or int(expected_version.max()) > _INT32_MAX \
-            or int(expected_version.min()) < _INT32_MIN:
+    if not (recovery.dtype == np.uint8 or (int(recovery.min()) >= 0 and int(recovery.max()) <= 255)):
         return None
     ps = partitions.astype(np.int64)
     if n > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != n:
         return None     # the mixin's dict of partitions keeps one row of each
     width = isr.shape[1]
-    if width and int(isr.max()) > _INT32_MAX:
+    if width and not _fits_int32(isr):
         return None
     neg = isr < 0
-    isr_len = width - neg.sum(axis=1)
-    if width and int(isr_len.max()) > MAX_ISR:
+    isr_len = width - np.count_nonzero(neg, axis=1)
+    if width > MAX_ISR and int(isr_len.max()) > MAX_ISR:
         return None
     if neg.any():
         if (neg[:, :-1] & ~neg[:, 1:]).any():     # a negative before a broker id: move the ids up, in order
@@ -1163,6 +1163,13 @@ def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, e
     return (ps, leader.astype(np.int32), leader_epoch.astype(np.int32), isr.astype(np.int32),
             isr_len.astype(np.uint8), recovery.astype(np.uint8), expected_version.astype(np.int64), int(ce),
             int(expected))
+
+
+def _fits_int32(c: np.ndarray) -> bool:
+    """Every value of an integer array is an int32."""
+    if c.dtype.kind == "i" and c.dtype.itemsize <= 4 or c.dtype.kind == "u" and c.dtype.itemsize <= 2:
+        return True
+    return not len(c) or (int(c.min()) >= _INT32_MIN and int(c.max()) <= _INT32_MAX)
 
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1

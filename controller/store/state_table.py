@@ -84,6 +84,12 @@ def _fits(v: int) -> bool:
 def parse_state(data) -> tuple | None:
     """(controller epoch, leader, leader epoch, recovery, ISR) of a body ``encode_state`` gives back byte for
     byte, with every field fitting its column; None for any other body (memoized)."""
+    parsed = parse_body(data)
+    return None if parsed is None else parsed[0]
+
+
+def parse_body(data) -> tuple | None:
+    """(``parse_state(data)``, the bytes object kept for equal bodies), or None."""
     if type(data) is not bytes:
         return None
     try:
@@ -101,8 +107,8 @@ def parse_state(data) -> tuple | None:
             fields = None
     if len(_PARSED) >= _MEMO_MAX:
         _PARSED.clear()
-    _PARSED[data] = fields
-    return fields
+    parsed = _PARSED[data] = None if fields is None else (fields, data)
+    return parsed
 
 
 class StateRows(NamedTuple):
@@ -142,9 +148,18 @@ class StateWriteOutcome(NamedTuple):
 
 
 class StateTable:
-    """One topic's /state znodes as columns, row = partition id (``present`` marks the rows held)."""
+    """One topic's /state znodes as columns, row = partition id (``present`` marks the rows held).
+
+    ``body`` keeps each row's JSON body once it has been made or given (equal bodies are one bytes object),
+    None where a batch has written the row since: the body is made again when it is read. A row written on
+    its own (``put``: a create, set_data or multi of the generic API) waits in ``pending`` as a tuple, as
+    cheap as the node tuple it stands for, until an operation on many rows (``flush``) writes the pending
+    rows into the columns in one go; the rows' readers look at ``pending`` first."""
     __slots__ = ("cap", "width", "count", "present", "ce", "leader", "leader_epoch", "recovery", "isr",
-                 "isr_len", "czxid", "mzxid", "version")
+                 "isr_len", "czxid", "mzxid", "version", "body", "pending")
+
+    _COLUMNS = ("present", "ce", "leader", "leader_epoch", "recovery", "isr_len", "czxid", "mzxid", "version",
+                "body")
 
     def __init__(self) -> None:
         self.cap = 0
@@ -160,6 +175,8 @@ class StateTable:
         self.czxid = np.zeros(0, dtype=np.int64)
         self.mzxid = np.zeros(0, dtype=np.int64)
         self.version = np.zeros(0, dtype=np.int64)
+        self.body = np.full(0, None, dtype=object)
+        self.pending: dict[int, tuple] = {}   # p -> (fields, czxid, mzxid, version, body) not in the columns yet
 
     # --- shape ---------------------------------------------------------------------------------------
     def fits(self, p: int) -> bool:
@@ -172,9 +189,9 @@ class StateTable:
             return
         cap = max(need, 2 * self.cap, 8)
         old = self.cap
-        for name in ("present", "ce", "leader", "leader_epoch", "recovery", "isr_len", "czxid", "mzxid", "version"):
+        for name in self._COLUMNS:
             col = getattr(self, name)
-            new = np.zeros(cap, dtype=col.dtype)
+            new = np.full(cap, None, dtype=object) if col.dtype == object else np.zeros(cap, dtype=col.dtype)
             new[:old] = col
             setattr(self, name, new)
         isr = np.full((cap, self.width), -1, dtype=np.int32)
@@ -190,38 +207,77 @@ class StateTable:
         self.isr = isr
         self.width = width
 
-    # --- rows ----------------------------------------------------------------------------------------
-    def put(self, p: int, fields: tuple, czxid: int, mzxid: int, version: int) -> None:
+    # --- rows one at a time ----------------------------------------------------------------------------
+    def put(self, p: int, fields: tuple, czxid: int, mzxid: int, version: int, body: bytes) -> None:
+        """Row ``p``: the body ``body`` (whose ``parse_state`` is ``fields``) and these Stat fields."""
         if p >= self.cap:
             self.grow(p + 1)
-        ce, leader, leader_epoch, recovery, isr = fields
-        n = len(isr)
-        if n > self.width:
-            self.widen(n)
-        self.ce[p] = ce
-        self.leader[p] = leader
-        self.leader_epoch[p] = leader_epoch
-        self.recovery[p] = recovery
-        row = self.isr[p]
-        row[:] = -1
-        row[:n] = isr
-        self.isr_len[p] = n
-        self.czxid[p] = czxid
-        self.mzxid[p] = mzxid
-        self.version[p] = version
+        self.pending[p] = (fields, czxid, mzxid, version, body)
         if not self.present[p]:
             self.present[p] = True
             self.count += 1
 
-    def put_many(self, ps: np.ndarray, ce, leader, leader_epoch, recovery, isr: np.ndarray, isr_len,
-                 czxid, mzxid, version) -> None:
-        """``put`` of many distinct rows (the scalars or arrays broadcast over ``ps``); ``isr`` is (len(ps), w),
-        -1 padded after each row's ``isr_len``."""
-        if not len(ps):
+    def clear(self, p: int) -> None:
+        if self.present[p]:
+            self.present[p] = False
+            self.pending.pop(p, None)
+            self.body[p] = None
+            self.count -= 1
+
+    def fields(self, p: int) -> tuple:
+        row = self.pending.get(p)
+        if row is not None:
+            return row[0]
+        n = self.isr_len.item(p)
+        return (self.ce.item(p), self.leader.item(p), self.leader_epoch.item(p), self.recovery.item(p),
+                tuple(self.isr[p, :n].tolist()))
+
+    def data(self, p: int) -> bytes:
+        row = self.pending.get(p)
+        if row is not None:
+            return row[4]
+        data = self.body.item(p)
+        if data is None:
+            data = self.body[p] = encode_state(*self.fields(p))
+        return data
+
+    def version_of(self, p: int) -> int:
+        row = self.pending.get(p)
+        return row[3] if row is not None else self.version.item(p)
+
+    def node(self, p: int) -> tuple:
+        """The znode tuple ``ZooKeeper`` would hold: (data, czxid, mzxid, version, cversion, owner, pzxid,
+        children)."""
+        row = self.pending.get(p)
+        if row is not None:
+            _, czxid, mzxid, version, data = row
+            return (data, czxid, mzxid, version, 0, 0, czxid, None)
+        data = self.body.item(p)
+        if data is None:
+            data = self.body[p] = encode_state(*self.fields(p))
+        czxid = self.czxid.item(p)
+        return (data, czxid, self.mzxid.item(p), self.version.item(p), 0, 0, czxid, None)
+
+    # --- many rows at a time ---------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Write the pending rows into the columns."""
+        pending = self.pending
+        if not pending:
             return
-        top = int(ps.max()) + 1
-        if top > self.cap:
-            self.grow(top)
+        k = len(pending)
+        ps = np.fromiter(pending, dtype=np.int64, count=k)
+        rows = list(pending.values())
+        pending.clear()
+        fields = [r[0] for r in rows]
+        isr, isr_len = isr_matrix([f[4] for f in fields])
+        self._assign(ps, [f[0] for f in fields], [f[1] for f in fields], [f[2] for f in fields],
+                     [f[3] for f in fields], isr, isr_len, [r[1] for r in rows], [r[2] for r in rows],
+                     [r[3] for r in rows])
+        body = np.empty(k, dtype=object)
+        body[:] = [r[4] for r in rows]
+        self.body[ps] = body
+
+    def _assign(self, ps, ce, leader, leader_epoch, recovery, isr, isr_len, czxid, mzxid, version) -> None:
         w = isr.shape[1]
         if w > self.width:
             self.widen(w)
@@ -239,30 +295,50 @@ class StateTable:
         self.czxid[ps] = czxid
         self.mzxid[ps] = mzxid
         self.version[ps] = version
+
+    def put_many(self, ps: np.ndarray, ce, leader, leader_epoch, recovery, isr: np.ndarray, isr_len,
+                 czxid, mzxid, version, body: list | None = None) -> None:
+        """``put`` of many distinct rows not held yet (the scalars or arrays broadcast over ``ps``); ``isr``
+        is (len(ps), w), -1 padded after each row's ``isr_len``; ``body`` their bodies if known."""
+        if not len(ps):
+            return
+        top = int(ps.max()) + 1
+        if top > self.cap:
+            self.grow(top)
+        self._assign(ps, ce, leader, leader_epoch, recovery, isr, isr_len, czxid, mzxid, version)
+        if body is None:
+            self.body[ps] = None
+        else:
+            bodies = np.empty(len(ps), dtype=object)
+            bodies[:] = body
+            self.body[ps] = bodies
         self.count += len(ps) - int(np.count_nonzero(self.present[ps]))
         self.present[ps] = True
 
-    def clear(self, p: int) -> None:
-        if self.present[p]:
-            self.present[p] = False
-            self.count -= 1
-
-    def fields(self, p: int) -> tuple:
-        n = int(self.isr_len[p])
-        return (int(self.ce[p]), int(self.leader[p]), int(self.leader_epoch[p]), int(self.recovery[p]),
-                tuple(self.isr[p, :n].tolist()))
-
-    def data(self, p: int) -> bytes:
-        return encode_state(*self.fields(p))
-
-    def node(self, p: int) -> tuple:
-        """The znode tuple ``ZooKeeper`` would hold: (data, czxid, mzxid, version, cversion, owner, pzxid,
-        children)."""
-        czxid = int(self.czxid[p])
-        return (self.data(p), czxid, int(self.mzxid[p]), int(self.version[p]), 0, 0, czxid, None)
+    def write_rows(self, dst, rows, controller_epoch: int, leader: np.ndarray, leader_epoch: np.ndarray,
+                   recovery: np.ndarray, isr: np.ndarray, isr_len: np.ndarray, mzxid, version) -> None:
+        """Rows ``dst`` (held and flushed; a slice or distinct indices) take the values at ``rows`` of the
+        arrays (a slice or indices), the scalar ``controller_epoch`` and the given ``mzxid`` and ``version``."""
+        width = isr.shape[1]
+        if width > self.width:
+            self.widen(width)
+        self.version[dst] = version
+        self.mzxid[dst] = mzxid
+        self.ce[dst] = controller_epoch
+        self.leader[dst] = leader[rows]
+        self.leader_epoch[dst] = leader_epoch[rows]
+        self.recovery[dst] = recovery[rows]
+        if width == self.width:
+            self.isr[dst] = isr[rows]
+        else:
+            self.isr[dst, :width] = isr[rows]
+            self.isr[dst, width:] = -1
+        self.isr_len[dst] = isr_len[rows]
+        self.body[dst] = None
 
     def nodes(self) -> dict[int, tuple]:
         """``node`` of every row held, by partition (one pass over the columns)."""
+        self.flush()
         idx = np.flatnonzero(self.present)
         if not len(idx):
             return {}
@@ -270,18 +346,18 @@ class StateTable:
         isrs = self.isr[idx].tolist()
         czxids = self.czxid[idx].tolist()
         enc = encode_state
-        return {p: (enc(ce, ld, le, rc, tuple(row[:n])), cz, mz, v, 0, 0, cz, None)
-                for p, ce, ld, le, rc, row, n, cz, mz, v in zip(
+        return {p: (body if body is not None else enc(ce, ld, le, rc, tuple(row[:n])), cz, mz, v, 0, 0, cz, None)
+                for p, ce, ld, le, rc, row, n, cz, mz, v, body in zip(
                     idx.tolist(), self.ce[idx].tolist(), self.leader[idx].tolist(),
                     self.leader_epoch[idx].tolist(), self.recovery[idx].tolist(), isrs, lens, czxids,
-                    self.mzxid[idx].tolist(), self.version[idx].tolist())}
+                    self.mzxid[idx].tolist(), self.version[idx].tolist(), self.body[idx].tolist())}
 
     def held(self, ps: np.ndarray) -> np.ndarray:
         """Per partition id of ``ps`` (any ints): is its row held here?"""
-        out = np.zeros(len(ps), dtype=bool)
         inside = (ps >= 0) & (ps < self.cap)
         if inside.all():
             return self.present[ps]
+        out = np.zeros(len(ps), dtype=bool)
         out[inside] = self.present[ps[inside]]
         return out
 
@@ -301,7 +377,7 @@ def isr_matrix(isrs: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def load_table(rows: list[tuple]) -> tuple[StateTable, list[tuple]]:
-    """A table of ``rows`` (partition, path, fields, czxid, mzxid, version), taking them by partition as
+    """A table of ``rows`` (partition, path, fields, czxid, mzxid, version, body), taking them by partition as
     ``StateTable.fits`` would; returns it and the rows taken."""
     table = StateTable()
     taken = []
@@ -318,5 +394,5 @@ def load_table(rows: list[tuple]) -> tuple[StateTable, list[tuple]]:
         isr, isr_len = isr_matrix([r[2][4] for r in taken])
         table.put_many(ps, [r[2][0] for r in taken], [r[2][1] for r in taken], [r[2][2] for r in taken],
                        [r[2][3] for r in taken], isr, isr_len, [r[3] for r in taken], [r[4] for r in taken],
-                       [r[5] for r in taken])
+                       [r[5] for r in taken], [r[6] for r in taken])
     return table, taken

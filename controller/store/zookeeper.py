@@ -67,7 +67,7 @@ import structlog
 from controller.store.state_table import (
     CODES, MIN_ROWS, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NOCHILDRENFOREPHEMERALS, R_NODEEXISTS, R_NONODE,
     R_NOT_SENT, R_OK, TOPICS_PREFIX, StateRows, StateTable, StateWriteOutcome, encode_state, isr_matrix, load_table,
-    parse_state, plain_topic, state_key, state_path, topic_of,
+    parse_body, plain_topic, state_key, state_path, topic_of,
 )
 from statemachines.errors import StoreError
 
@@ -412,13 +412,13 @@ class ZooKeeper:
             if key is not None:
                 topic, p = key
                 data, czxid, mzxid, version, cversion, owner, pzxid, children = node
-                fields = (parse_state(data) if not cversion and not owner and children is None and pzxid == czxid
+                parsed = (parse_body(data) if not cversion and not owner and children is None and pzxid == czxid
                           else None)
                 table = self._tables.get(topic)
-                if fields is not None and (p < MIN_ROWS if table is None else table.fits(p)):
+                if parsed is not None and (p < MIN_ROWS if table is None else table.fits(p)):
                     if table is None:
                         table = self._tables[topic] = StateTable()
-                    table.put(p, fields, czxid, mzxid, version)
+                    table.put(p, parsed[0], czxid, mzxid, version, parsed[1])
                     nodes[path] = p
                     return
                 if type(nodes.get(path)) is int:
@@ -440,7 +440,7 @@ class ZooKeeper:
             del self._tables[topic]
 
     def _version(self, path: str, node: tuple | int) -> int:
-        return int(self._tables[topic_of(path)].version[node]) if type(node) is int else node[_VERSION]
+        return self._tables[topic_of(path)].version_of(node) if type(node) is int else node[_VERSION]
 
     def _materializer(self) -> Callable[[str, tuple | int], tuple]:
         """``node_of(path, nodes[path])``: the node tuple, each topic's rows made in one pass (dump, snapshots)."""
@@ -469,9 +469,9 @@ class ZooKeeper:
             data, czxid, mzxid, version, cversion, owner, pzxid, children = node
             if cversion or owner or children is not None or pzxid != czxid:
                 continue
-            fields = parse_state(data)
-            if fields is not None:
-                by_topic.setdefault(key[0], []).append((key[1], path, fields, czxid, mzxid, version))
+            parsed = parse_body(data)
+            if parsed is not None:
+                by_topic.setdefault(key[0], []).append((key[1], path, parsed[0], czxid, mzxid, version, parsed[1]))
         nodes = self._nodes
         for topic, rows in by_topic.items():
             table, taken = load_table(rows)
@@ -615,7 +615,7 @@ class ZooKeeper:
             self._arm(sess, False, path)
         if type(node) is int:
             table = self._tables[topic_of(path)]
-            return table.data(node), int(table.version[node])
+            return table.data(node), table.version_of(node)
         return node[_DATA], node[_VERSION]
 
     def get_data_and_version_many(self, session_id: int, paths: Iterable[str],
@@ -629,6 +629,7 @@ class ZooKeeper:
         get = self._nodes.get
         out: list = []
         append = out.append
+        prefix, table = None, None      # the table of the last /state row read, and its paths' prefix
         for path in paths:
             node = get(path)
             if node is None:
@@ -637,8 +638,10 @@ class ZooKeeper:
             if watch and path in watch:
                 self._arm(sess, False, path)
             if type(node) is int:
-                table = self._tables[topic_of(path)]
-                append((table.data(node), int(table.version[node])))
+                if prefix is None or not path.startswith(prefix):
+                    topic = topic_of(path)
+                    prefix, table = f"{TOPICS_PREFIX}{topic}/", self._tables[topic]
+                append((table.data(node), table.version_of(node)))
             else:
                 append((node[_DATA], node[_VERSION]))
         return out
@@ -830,9 +833,22 @@ class ZooKeeper:
         node = nodes.get(path)
         if node is None:
             raise NoNodeError(path)
-        if type(node) is int:
-            node = self._tables[topic_of(path)].node(node)
-        if version != ANY_VERSION and node[_VERSION] != version:
+        if type(node) is int:   # a row of the table: a body in Kafka's form stays there
+            p, table = node, self._tables[topic_of(path)]
+            old = table.node(p)
+            if version != ANY_VERSION and old[_VERSION] != version:
+                raise BadVersionError(path)
+            parsed = parse_body(data)
+            if parsed is not None:
+                if undo is not None:
+                    undo.append((_U_SET, path, old))
+                czxid, current = old[_CZXID], old[_VERSION]
+                table.put(p, parsed[0], czxid, zxid, current + 1, parsed[1])
+                if path in self._data_watches:
+                    self._fire(self._data_watches, path, EventType.NODE_DATA_CHANGED, fired, undo)
+                return (data, czxid, zxid, current + 1, 0, 0, czxid, None)
+            node = old
+        elif version != ANY_VERSION and node[_VERSION] != version:
             raise BadVersionError(path)
         if undo is not None:
             undo.append((_U_SET, path, node))
@@ -964,6 +980,8 @@ class ZooKeeper:
                     self._arm(sess, False, state_path(topic, p))
         rows = ps[held]
         table = self._tables.get(topic)
+        if len(rows):
+            table.flush()
         width = int(table.isr_len[rows].max()) if len(rows) else 0
         width = max(width, 1)
         ce = np.zeros(n, dtype=np.int32)
@@ -1091,34 +1109,42 @@ class ZooKeeper:
         if checked != R_OK:
             code[a:b] = checked
             return
-        out = np.full(m, R_NONODE, dtype=np.int8)
         sel = np.flatnonzero(held)
-        if len(sel):
-            table = self._tables[topic]
-            rows = sel + a
-            tp = ps[rows]
-            cur = table.version[tp]
-            expected = np.asarray(expected_version[rows], dtype=np.int64)
-            ok = (expected == ANY_VERSION) | (cur == expected)
+        if not len(sel):
+            code[a:b] = R_NONODE
+            return
+        table = self._tables[topic]
+        table.flush()
+        whole = len(sel) == m
+        rows = slice(a, b) if whole else sel + a
+        tp = ps[rows]
+        k = len(tp)
+        lo = int(tp[0])
+        if int(tp[-1]) - lo == k - 1 and (k == 1 or bool((np.diff(tp) == 1).all())):
+            dst = slice(lo, lo + k)          # consecutive partitions: the columns written as slices
+        else:
+            dst = tp
+        cur = table.version[dst]
+        expected = expected_version[rows]
+        ok = (expected == ANY_VERSION) | (cur == expected)
+        if ok.all():
+            code[a:b] = R_OK if whole else R_NONODE
+            if not whole:
+                code[rows] = R_OK
+            zxids = np.arange(z0 + 1, z0 + 1 + m, dtype=np.int64) if whole else z0 + 1 + sel
+        else:
+            out = np.full(m, R_NONODE, dtype=np.int8)
             out[sel] = np.where(ok, R_OK, R_BADVERSION)
-            if ok.any():
-                sel, rows, tp = sel[ok], rows[ok], tp[ok]
-                new_version = cur[ok] + 1
-                width = isr.shape[1]
-                if width > table.width:
-                    table.widen(width)
-                table.version[tp] = new_version
-                table.mzxid[tp] = z0 + 1 + sel
-                table.ce[tp] = controller_epoch
-                table.leader[tp] = leader[rows]
-                table.leader_epoch[tp] = leader_epoch[rows]
-                table.recovery[tp] = recovery[rows]
-                table.isr[tp, :width] = isr[rows]
-                if width < table.width:
-                    table.isr[tp, width:] = -1
-                table.isr_len[tp] = isr_len[rows]
-                version[rows] = new_version
-        code[a:b] = out
+            code[a:b] = out
+            if not ok.any():
+                return
+            sel, tp = sel[ok], tp[ok]
+            rows, dst, cur = sel + a, tp, cur[ok]
+            zxids = z0 + 1 + sel
+        new_version = cur + 1
+        table.write_rows(dst, rows, controller_epoch, leader, leader_epoch, recovery, isr, isr_len, zxids,
+                         new_version)
+        version[rows] = new_version
 
     def create_state_rows(self, session_id: int, topic: str, partitions: list[int], datas: list[bytes],
                           check: CheckOp) -> StateWriteOutcome:
@@ -1180,13 +1206,13 @@ class ZooKeeper:
             if powner:
                 code[k] = R_NOCHILDRENFOREPHEMERALS
                 continue
-            fields = parse_state(data) if 0 <= p <= 0x7FFFFFFF else None
-            if fields is not None and (p < MIN_ROWS if table is None else table.fits(p)):
+            parsed = parse_body(data) if 0 <= p <= 0x7FFFFFFF else None
+            if parsed is not None and (p < MIN_ROWS if table is None else table.fits(p)):
                 if table is None:
                     table = self._tables[topic] = StateTable()
                 if p >= table.cap:
                     table.grow(p + 1)
-                pending.append((p, fields, zxid))
+                pending.append((p, parsed, zxid))
                 nodes[path] = p
             else:
                 if data is not None and len(data) <= _INTERN_MAX_LEN:
@@ -1205,10 +1231,10 @@ class ZooKeeper:
         table = self._tables[topic]
         ps = np.fromiter((r[0] for r in pending), dtype=np.int64, count=len(pending))
         zx = np.fromiter((r[2] for r in pending), dtype=np.int64, count=len(pending))
-        f = [r[1] for r in pending]
+        f = [r[1][0] for r in pending]
         isr, isr_len = isr_matrix([x[4] for x in f])
         table.put_many(ps, [x[0] for x in f], [x[1] for x in f], [x[2] for x in f], [x[3] for x in f], isr, isr_len,
-                       zx, zx, 0)
+                       zx, zx, 0, [r[1][1] for r in pending])
         pending.clear()
 
     # --- conveniences --------------------------------------------------------------------------------
