@@ -13,6 +13,7 @@ elections) build on the same handlers.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -451,23 +452,7 @@ class KafkaController(PartitionReassignmentMixin):
             ctx.add_topic(topic)
             self._register_partition_modifications_handler(topic)
         assignments = self.zk.get_full_replica_assignment_for_topics(topics)
-        by_topic: dict[str, list] = {}
-        for tp in sorted(assignments):
-            by_topic.setdefault(tp[0], []).append(tp)
-        for topic, tps in by_topic.items():
-            if (self.partition_state_machine.batch_path and not len(ctx.topics[topic]) and tps[-1][1] == len(tps) - 1
-                    and not any(assignments[tp].is_being_reassigned for tp in tps)):
-                # The whole topic at once (a partition without leadership info counts as balanced: nothing to
-                # adjust); the same columns as one update per partition.
-                code = ctx.pool.code
-                ctx.set_topic_assignment_codes(topic, np.fromiter(
-                    (code(tuple(assignments[tp].replicas)) for tp in tps), dtype=np.int32, count=len(tps)))
-                continue
-            for tp in tps:
-                assignment = assignments[tp]
-                ctx.update_partition_full_replica_assignment(tp, assignment)
-                if assignment.is_being_reassigned:
-                    ctx.partitions_being_reassigned.add(tp)
+        self._load_assignments(assignments, track_reassignments=True)
         ctx.clear_partition_leadership_info()
         ctx.shutting_down_broker_ids.clear()
         self._register_broker_modifications_handlers(sorted(ctx.live_broker_epochs))
@@ -475,6 +460,29 @@ class KafkaController(PartitionReassignmentMixin):
         self._log.info(f"Currently active brokers in the cluster: {_ids(ctx.live_broker_ids)}")
         self._log.info(f"Current list of topics in the cluster: {','.join(topics)}")
         self._emit_live_brokers()
+
+    def _load_assignments(self, assignments: dict, track_reassignments: bool) -> None:
+        """Put the assignments read from the store into the context, partition by partition in (topic,
+        partition) order; with ``track_reassignments`` the partitions being reassigned are remembered. A topic
+        the context has no partitions of yet, read whole and not being reassigned, goes in at once: its code
+        column set in one step (a partition without leadership info counts as balanced: nothing to adjust)."""
+        ctx = self.context
+        by_topic: dict[str, list] = {}
+        for tp in sorted(assignments):
+            by_topic.setdefault(tp[0], []).append(tp)
+        for topic, tps in by_topic.items():
+            ts = ctx.topics.get(topic)
+            if (self.partition_state_machine.batch_path and (ts is None or not len(ts))
+                    and tps[-1][1] == len(tps) - 1 and not any(assignments[tp].is_being_reassigned for tp in tps)):
+                code = ctx.pool.code
+                ctx.set_topic_assignment_codes(topic, np.fromiter(
+                    (code(tuple(assignments[tp].replicas)) for tp in tps), dtype=np.int32, count=len(tps)))
+                continue
+            for tp in tps:
+                assignment = assignments[tp]
+                ctx.update_partition_full_replica_assignment(tp, assignment)
+                if track_reassignments and assignment.is_being_reassigned:
+                    ctx.partitions_being_reassigned.add(tp)
 
     def _on_controller_resignation(self) -> None:
         ctx = self.context
@@ -935,8 +943,7 @@ class KafkaController(PartitionReassignmentMixin):
             ctx.remove_topic(topic)
         for topic in new_topics:
             ctx.add_topic(topic)
-        for tp in sorted(added):
-            ctx.update_partition_full_replica_assignment(tp, added[tp])
+        self._load_assignments(added, track_reassignments=False)
         self._log.info(f"New topics: [{set(new_topics)}], deleted topics: [{set(deleted_topics)}], new partition "
                        f"replica assignment [{len(added)} partitions]")
         if added:
@@ -965,7 +972,8 @@ class KafkaController(PartitionReassignmentMixin):
     def on_new_partition_creation(self, partitions: list[tuple]) -> None:
         """NewPartition, NewReplica, then OnlinePartition (leader init) and OnlineReplica (§4.5)."""
         ctx = self.context
-        self._log.info(f"New partition creation callback for {_tps(partitions)}")
+        if self._log.is_enabled_for(logging.INFO):
+            self._log.info(f"New partition creation callback for {_tps(partitions)}")
         psm, rsm = self.partition_state_machine, self.replica_state_machine
         psm.handle_state_changes(partitions, NEW_PARTITION)
         rsm.handle_state_changes(ctx.replicas_for_partition(partitions), NEW_REPLICA)
