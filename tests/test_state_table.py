@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from controller.store.kafka_zk_client import KafkaZkClient
 from controller.store.state_columns import PartitionStateColumnsMixin
 from controller.store.state_table import (
-    MAX_ISR, MIN_ROWS, StateTable, encode_state, parse_state, state_key,
+    MAX_ISR, MIN_ROWS, encode_state, parse_state, state_key,
 )
 from controller.store.zk_data import encode_leader_and_isr
 from controller.store.zookeeper import CheckOp, DeleteOp, KeeperError, SetDataOp, ZooKeeper

@@ -10,7 +10,9 @@ children are none).
 A znode is kept here only when it is one of these (``state_key``), its body is exactly what
 ``zk_data.encode_leader_and_isr`` writes for the parsed fields (``parse_state``; anything else a test or
 a broker writes there is kept as bytes, verbatim), and it is a plain leaf (persistent, never had a
-child). The body is made again, byte for byte, only when someone reads it (``encode_state``).
+child). A row written by a batch has its body made again, byte for byte, only when someone reads it
+(``encode_state``); a row created or written on its own keeps the body it was given (one bytes object
+for equal bodies) and waits as a tuple until a batch needs the columns (``StateTable.pending``).
 """
 from __future__ import annotations
 
