@@ -27,25 +27,7 @@ import structlog  # noqa: E402
 from controller.embedding.cluster import Cluster  # noqa: E402
 from controller.embedding.replay import replay_log  # noqa: E402
 from events.log import FsyncPolicy, LogWriter  # noqa: E402
-
-
-class gc_watch:
-    """Time spent in the cyclic garbage collector (and its full collections) while the block runs."""
-
-    def __enter__(self):
-        self.seconds, self.full, self._start = 0.0, 0, 0.0
-        gc.callbacks.append(self._callback)
-        return self
-
-    def __exit__(self, *exc):
-        gc.callbacks.remove(self._callback)
-
-    def _callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-            self.full += info["generation"] == 2
-        else:
-            self.seconds += time.perf_counter() - self._start
+from gc_watch import GcWatch  # noqa: E402  (bench/, the script's own folder)
 
 
 def build(partitions: int, brokers: int, sink) -> tuple[Cluster, float]:
@@ -69,7 +51,7 @@ def bench_broker_failure(partitions: int, brokers: int, victim: int) -> None:
     # so that the timed window holds the failure handling only (the next check is at 305 s).
     cluster.kill_broker(victim, at=10_000)
     timeout = cluster.config.get_int("zookeeper.session.timeout.ms")
-    with gc_watch() as collector:
+    with GcWatch() as collector:
         t0 = time.perf_counter()
         cluster.advance_to(10_000 + timeout)
         elapsed = time.perf_counter() - t0

@@ -73,6 +73,7 @@ from events.records import (  # noqa: E402
     LeaderAndIsrUpdated, PartitionTransition, ReplicaTransition, RequestSent, StopReplicaPartition,
     UpdateMetadataPartition,
 )
+from gc_watch import GcWatch  # noqa: E402  (bench/, the script's own folder)
 
 GOALS = ("failure", "shutdown", "create", "failover", "replay", "log")
 # Partition and replica state bytes (statemachines/states.py).
@@ -88,25 +89,6 @@ def say(*parts) -> None:
 # =========================================================================================================
 # Measurement
 # =========================================================================================================
-
-class GcWatch:
-    """Time spent in the cyclic garbage collector (and its full collections) while the block runs."""
-
-    def __enter__(self):
-        self.seconds, self.full, self._start = 0.0, 0, 0.0
-        gc.callbacks.append(self._callback)
-        return self
-
-    def __exit__(self, *exc):
-        gc.callbacks.remove(self._callback)
-
-    def _callback(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._start = time.perf_counter()
-            self.full += info["generation"] == 2
-        else:
-            self.seconds += time.perf_counter() - self._start
-
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far (ru_maxrss is in KiB on Linux)."""

@@ -19,7 +19,7 @@ from events.records import (
 )
 from events.columns import DictColumn, ListColumn
 from statemachines import election_arrays as ea
-from statemachines.errors import StateChangeFailedError
+from statemachines import failures as fail
 from statemachines.leader_and_isr import LeaderAndIsr, TopicPartition
 from statemachines.replica_batch import update_metadata_of
 from statemachines.states import ONLINE_PARTITION, PARTITION_BY_BYTE
@@ -53,13 +53,9 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     for (ts, parts, start, _), r in zip(segments, reads):
         for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
             tp = partitions[start + i]
-            failures.append((start + i, StateChangeFailedError(
-                f"LeaderAndIsr information doesn't exist for partition {TopicPartition(*tp)} in "
-                f"{PARTITION_BY_BYTE[ctx.partition_state(tp)]} state") if not r.exists[i] else StateChangeFailedError(
-                f"Aborted leader election for partition {TopicPartition(*tp)} since the LeaderAndIsr path was already "
-                f"written by another controller. This probably means that the current controller {sm.controller_id} "
-                f"went through a soft failure and another controller was elected with epoch "
-                f"{int(r.controller_epoch[i])}.")))
+            failures.append((start + i, fail.no_leadership_info(tp, PARTITION_BY_BYTE[ctx.partition_state(tp)])
+                             if not r.exists[i] else
+                             fail.election_aborted_by_newer_controller(tp, sm.controller_id, int(r.controller_epoch[i]))))
 
     live = ctx.live_mask(include_shutting_down_brokers=shutdown)
     down = np.zeros(0, dtype=bool)
@@ -97,9 +93,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
         elected.append((rows, leader[rows], new_isr[rows], recovery[rows], codes[rows], recipients[rows],
                         r.leader_epoch[rows] + 1, r.version[rows]))
     failures.sort(key=lambda f: f[0])
-    failures += [(row, StateChangeFailedError(
-        f"Failed to elect leader for partition {TopicPartition(*partitions[row])} under strategy {strategy}"))
-        for row in no_leader]
+    failures += [(row, fail.no_leader_elected(partitions[row], strategy)) for row in no_leader]
 
     # The writes, one fenced conditional write per partition in row order.
     written = []
@@ -252,7 +246,6 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
     the first live replica leads, the live replicas are the ISR, the ``/state`` znodes created in one
     fenced batch) with the choice made on arrays; None (nothing done) when the per-partition path must."""
     from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch
-    from statemachines.partition_state_machine import scala_set
     from statemachines.states import NEW_PARTITION
     from events.records import RECOVERED
     ctx = sm.context
@@ -272,11 +265,9 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
         leader = isr[:, 0] if isr.shape[1] else np.full(len(parts), -1, dtype=np.int32)
         for i in np.flatnonzero(leader < 0).tolist():
             tp = partitions[start + i]
-            done[tp] = sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, StateChangeFailedError(
-                f"Controller {sm.controller_id} epoch {ctx.epoch} encountered error during state change of "
-                f"partition {TopicPartition(*tp)} from New to Online, assigned replicas are "
-                f"[{','.join(map(str, tuples[ctx.assignment_codes(ts, parts[i:i + 1])[0]]))}], live brokers are "
-                f"[{scala_set(ctx.live_broker_ids)}]. No assigned replica is alive."))
+            done[tp] = sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, fail.no_assigned_replica_alive(
+                sm.controller_id, ctx.epoch, tp, tuples[ctx.assignment_codes(ts, parts[i:i + 1])[0]],
+                ctx.live_broker_ids))
         rows = np.flatnonzero(leader >= 0)
         chosen.append((rows, leader[rows], isr[rows]))
     epoch = ctx.epoch

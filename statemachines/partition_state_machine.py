@@ -19,8 +19,8 @@ from events.records import (
     ELECTION_PREFERRED, ELECTION_REASSIGN, ENTITY_PARTITION, NO_EPOCH, NO_LEADER, RECOVERED, PartitionTransition,
     TransitionFailed,
 )
-from statemachines import election
-from statemachines.errors import ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name
+from statemachines import election, failures
+from statemachines.errors import ControllerMovedError, InvalidTransitionError, kafka_name
 from statemachines.partition_batch import elect_batch, emit_partition_transitions, init_leaders_batch
 from statemachines.leader_and_isr import (
     INITIAL_LEADER_EPOCH, INITIAL_PARTITION_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition,
@@ -76,12 +76,6 @@ class PreferredReplicaPartitionLeaderElectionStrategy(_NamedStrategy):
 
 class ControlledShutdownPartitionLeaderElectionStrategy(_NamedStrategy):
     __slots__ = ()
-
-
-def scala_set(ids: Iterable[int]) -> str:
-    """How Scala prints an immutable Set of ints: ``Set(1, 2)`` up to 4 elements, ``HashSet(..)`` above."""
-    xs = sorted(ids)
-    return f"{'Set' if len(xs) <= 4 else 'HashSet'}({', '.join(map(str, xs))})"
 
 
 def config_true(value) -> bool:
@@ -273,11 +267,8 @@ class PartitionStateMachine:
             replicas = ctx.partition_replica_assignment(tp)
             live = tuple(r for r in replicas if is_online(r, tp))
             if not live:
-                done[tp] = self._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, StateChangeFailedError(
-                    f"Controller {self.controller_id} epoch {ctx.epoch} encountered error during state change of "
-                    f"partition {TopicPartition(*tp)} from New to Online, assigned replicas are "
-                    f"[{','.join(map(str, replicas))}], live brokers are [{scala_set(ctx.live_broker_ids)}]. "
-                    f"No assigned replica is alive."))
+                done[tp] = self._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, failures.no_assigned_replica_alive(
+                    self.controller_id, ctx.epoch, tp, replicas, ctx.live_broker_ids))
                 continue
             lai = LeaderAndIsr(live[0], INITIAL_LEADER_EPOCH, live, RECOVERED, INITIAL_PARTITION_EPOCH)
             to_create[tp] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
@@ -332,15 +323,10 @@ class PartitionStateMachine:
         for tp in partitions:
             info = stored.get(tp)
             if info is None:
-                failed[tp] = StateChangeFailedError(
-                    f"LeaderAndIsr information doesn't exist for partition {TopicPartition(*tp)} in "
-                    f"{PARTITION_BY_BYTE[ctx.partition_state(tp)]} state")
+                failed[tp] = failures.no_leadership_info(tp, PARTITION_BY_BYTE[ctx.partition_state(tp)])
             elif info.controller_epoch > ctx.epoch:
-                failed[tp] = StateChangeFailedError(
-                    f"Aborted leader election for partition {TopicPartition(*tp)} since the LeaderAndIsr path was "
-                    f"already written by another controller. This probably means that the current controller "
-                    f"{self.controller_id} went through a soft failure and another controller was elected with "
-                    f"epoch {info.controller_epoch}.")
+                failed[tp] = failures.election_aborted_by_newer_controller(tp, self.controller_id,
+                                                                           info.controller_epoch)
             else:
                 valid.append(tp)
         if not valid:
@@ -351,8 +337,7 @@ class PartitionStateMachine:
             if isinstance(res, Exception):
                 failed[tp] = res
             elif res[0] is None:
-                failed[tp] = StateChangeFailedError(
-                    f"Failed to elect leader for partition {TopicPartition(*tp)} under strategy {strategy}")
+                failed[tp] = failures.no_leader_elected(tp, strategy)
             else:
                 elected[tp] = res
         if not elected:

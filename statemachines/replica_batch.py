@@ -17,7 +17,7 @@ import numpy as np
 
 from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
-from statemachines.errors import StateChangeFailedError
+from statemachines import failures
 from statemachines.leader_and_isr import TopicPartition
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, VALID_PREVIOUS_REPLICA_BYTES,
@@ -59,12 +59,8 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
     for (ts, parts, start, _), r in zip(segments, reads):
         for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
             tp = tps[start + i]
-            failed_reads.append((start + i, StateChangeFailedError(
-                f"Failed to change state of replica {replica_id} for partition {TopicPartition(*tp)} since the "
-                f"leader and isr path in zookeeper is empty") if not r.exists[i] else StateChangeFailedError(
-                f"Leader and isr path written by another controller. This probably means the current controller "
-                f"with epoch {epoch} went through a soft failure and another controller was elected with epoch "
-                f"{int(r.controller_epoch[i])}. Aborting state change by this controller")))
+            failed_reads.append((start + i, failures.isr_path_empty(replica_id, tp) if not r.exists[i] else
+                                 failures.isr_path_written_by_newer_controller(epoch, int(r.controller_epoch[i]))))
 
     written = []   # per segment: (rows written, new leader, new leader epoch, new ISR, recovery, new version)
     check_failed = None

@@ -20,6 +20,7 @@ from events.records import (
 from statemachines.errors import (
     ControllerMovedError, InvalidTransitionError, StateChangeFailedError, kafka_name,
 )
+from statemachines import failures
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
 from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch
 from statemachines.states import (
@@ -252,15 +253,10 @@ class ReplicaStateMachine:
             info = stored.get(tp)
             if info is None:
                 if not ctx.is_topic_queued_up_for_deletion(tp[0]):
-                    finished[tp] = StateChangeFailedError(
-                        f"Failed to change state of replica {replica_id} for partition {TopicPartition(*tp)} since "
-                        f"the leader and isr path in zookeeper is empty")
+                    finished[tp] = failures.isr_path_empty(replica_id, tp)
                 continue
             if info.controller_epoch > ctx.epoch:
-                finished[tp] = StateChangeFailedError(
-                    f"Leader and isr path written by another controller. This probably means the current controller "
-                    f"with epoch {ctx.epoch} went through a soft failure and another controller was elected with "
-                    f"epoch {info.controller_epoch}. Aborting state change by this controller")
+                finished[tp] = failures.isr_path_written_by_newer_controller(ctx.epoch, info.controller_epoch)
                 continue
             lai = info.leader_and_isr
             if replica_id in lai.isr:
