@@ -380,6 +380,14 @@ class ColumnBatch:
     def __len__(self) -> int:
         return self.n
 
+    def __iter__(self):
+        """The records, as :meth:`records` gives them: a batch reads as a sequence of records."""
+        return iter(self.records())
+
+    def __getitem__(self, i):
+        """Record ``i`` (or a list of records for a slice), as :meth:`records` gives them."""
+        return self.records()[i]
+
     @property
     def kind(self) -> int:
         return self.cls.KIND
