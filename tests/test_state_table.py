@@ -131,7 +131,8 @@ def test_canonical_bodies_live_in_the_table_and_others_stay_bytes(clock):
     assert zk._nodes[state("t", 0)] == 0 and zk._tables["t"].count == 1
     assert zk.get_data(s, state("t", 0))[0] == canonical()
     zk.set_data(s, state("t", 0), OTHER_FORMS[3])                       # another form: kept verbatim
-    assert type(zk._nodes[state("t", 0)]) is tuple and "t" not in zk._tables
+    assert type(zk._nodes[state("t", 0)]) is tuple and not zk._tables["t"].count    # the parents stay rows
+    assert zk._nodes["/brokers/topics/t/partitions/0"] == ~0 and zk._tables["t"].pcount == 2
     assert zk.get_data(s, state("t", 0))[0] == OTHER_FORMS[3]
     zk.set_data(s, state("t", 0), canonical(2))                          # and back
     assert zk._nodes[state("t", 0)] == 0

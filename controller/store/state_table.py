@@ -13,6 +13,11 @@ a broker writes there is kept as bytes, verbatim), and it is a plain leaf (persi
 child). A row written by a batch has its body made again, byte for byte, only when someone reads it
 (``encode_state``); a row created or written on its own keeps the body it was given (one bytes object
 for equal bodies) and waits as a tuple until a batch needs the columns (``StateTable.pending``).
+
+The partitions' parents ``/brokers/topics/<t>/partitions/<p>`` are rows of the same table (``parent_key``):
+a parent as Kafka creates it (no data, never set, persistent, no child but its ``/state``) is its czxid,
+its stored cversion (the children ever created), its pzxid and whether its ``/state`` exists; any other
+parent is kept as a node tuple. ``ZooKeeper`` holds ``~p`` (a negative int) at a parent's path.
 """
 from __future__ import annotations
 
@@ -46,6 +51,38 @@ def state_key(path: str) -> tuple[str, int] | None:
         return None
     p = int(s)
     return (parts[3], p) if p <= _INT32_MAX else None
+
+
+def parent_key(path: str) -> tuple[str, int] | None:
+    """(topic, partition) of a ``/brokers/topics/<t>/partitions/<p>`` path whose ``<p>`` is a partition id as
+    Kafka writes it (see ``state_key``); None for any other path."""
+    if not path.startswith(TOPICS_PREFIX):
+        return None
+    parts = path.split("/")
+    if len(parts) != 6 or parts[4] != "partitions" or not parts[3]:
+        return None
+    s = parts[5]
+    if not (s.isascii() and s.isdigit() and len(s) <= 10 and (s[0] != "0" or s == "0")):
+        return None
+    p = int(s)
+    return (parts[3], p) if p <= _INT32_MAX else None
+
+
+def parent_fits(node: tuple, path: str) -> bool:
+    """May the node tuple of a ``parent_key`` path be held as a parent row?"""
+    data, czxid, mzxid, version, cversion, owner, pzxid, children = node
+    return (data is None and mzxid == czxid and not version and not owner and 0 <= cversion < 1 << 62
+            and (children is None or children == path + "/state"))
+
+
+def partitions_topic(path: str) -> str | None:
+    """The topic of ``/brokers/topics/<t>/partitions`` and of any path below it; None for other paths."""
+    if not path.startswith(TOPICS_PREFIX):
+        return None
+    i = path.find("/", _PREFIX_LEN)
+    if i < 0 or not path.startswith("/partitions", i) or (len(path) > i + 11 and path[i + 11] != "/"):
+        return None
+    return path[_PREFIX_LEN:i]
 
 
 def topic_of(path: str) -> str:
@@ -157,13 +194,15 @@ class StateTable:
     its own (``put``: a create, set_data or multi of the generic API) waits in ``pending`` as a tuple, as
     cheap as the node tuple it stands for, until an operation on many rows (``flush``) writes the pending
     rows into the columns in one go; the rows' readers look at ``pending`` first."""
-    __slots__ = ("cap", "width", "count", "present", "ce", "leader", "leader_epoch", "recovery", "isr",
-                 "isr_len", "czxid", "mzxid", "version", "body", "pending")
+    __slots__ = ("prefix", "cap", "width", "count", "present", "ce", "leader", "leader_epoch", "recovery", "isr",
+                 "isr_len", "czxid", "mzxid", "version", "body", "pending", "pcount", "parent", "pczxid",
+                 "pcversion", "ppzxid", "pchild")
 
     _COLUMNS = ("present", "ce", "leader", "leader_epoch", "recovery", "isr_len", "czxid", "mzxid", "version",
-                "body")
+                "body", "parent", "pczxid", "pcversion", "ppzxid", "pchild")
 
-    def __init__(self) -> None:
+    def __init__(self, topic: str) -> None:
+        self.prefix = f"{TOPICS_PREFIX}{topic}/partitions/"
         self.cap = 0
         self.width = 1
         self.count = 0
@@ -179,6 +218,12 @@ class StateTable:
         self.version = np.zeros(0, dtype=np.int64)
         self.body = np.full(0, None, dtype=object)
         self.pending: dict[int, tuple] = {}   # p -> (fields, czxid, mzxid, version, body) not in the columns yet
+        self.pcount = 0                          # the parent rows: parent marks those held
+        self.parent = np.zeros(0, dtype=bool)
+        self.pczxid = np.zeros(0, dtype=np.int64)     # czxid = mzxid
+        self.pcversion = np.zeros(0, dtype=np.int64)  # as stored: the children ever created
+        self.ppzxid = np.zeros(0, dtype=np.int64)
+        self.pchild = np.zeros(0, dtype=bool)         # its /state exists
 
     # --- shape ---------------------------------------------------------------------------------------
     def fits(self, p: int) -> bool:
@@ -234,7 +279,9 @@ class StateTable:
         return (self.ce.item(p), self.leader.item(p), self.leader_epoch.item(p), self.recovery.item(p),
                 tuple(self.isr[p, :n].tolist()))
 
-    def data(self, p: int) -> bytes:
+    def data(self, p: int) -> bytes | None:
+        if p < 0:
+            return None
         row = self.pending.get(p)
         if row is not None:
             return row[4]
@@ -244,12 +291,16 @@ class StateTable:
         return data
 
     def version_of(self, p: int) -> int:
+        if p < 0:
+            return 0
         row = self.pending.get(p)
         return row[3] if row is not None else self.version.item(p)
 
     def node(self, p: int) -> tuple:
         """The znode tuple ``ZooKeeper`` would hold: (data, czxid, mzxid, version, cversion, owner, pzxid,
-        children)."""
+        children); ``p`` < 0: the parent row ``~p``."""
+        if p < 0:
+            return self.parent_node(~p)
         row = self.pending.get(p)
         if row is not None:
             _, czxid, mzxid, version, data = row
@@ -259,6 +310,51 @@ class StateTable:
             data = self.body[p] = encode_state(*self.fields(p))
         czxid = self.czxid.item(p)
         return (data, czxid, self.mzxid.item(p), self.version.item(p), 0, 0, czxid, None)
+
+    # --- parent rows -----------------------------------------------------------------------------------
+    def put_parent(self, p: int, czxid: int, cversion: int, pzxid: int, child: bool) -> None:
+        if p >= self.cap:
+            self.grow(p + 1)
+        if not self.parent[p]:
+            self.parent[p] = True
+            self.pcount += 1
+        self.pczxid[p] = czxid
+        self.pcversion[p] = cversion
+        self.ppzxid[p] = pzxid
+        self.pchild[p] = child
+
+    def clear_parent(self, p: int) -> None:
+        if self.parent[p]:
+            self.parent[p] = False
+            self.pchild[p] = False
+            self.pcount -= 1
+
+    def parent_node(self, p: int) -> tuple:
+        czxid = self.pczxid.item(p)
+        return (None, czxid, czxid, 0, self.pcversion.item(p), 0, self.ppzxid.item(p),
+                f"{self.prefix}{p}/state" if self.pchild.item(p) else None)
+
+    def parent_nodes(self) -> dict[int, tuple]:
+        """``node`` of every parent row held, by ``~p``."""
+        idx = np.flatnonzero(self.parent)
+        prefix = self.prefix
+        return {~p: (None, cz, cz, 0, cv, 0, pz, f"{prefix}{p}/state" if ch else None)
+                for p, cz, cv, pz, ch in zip(idx.tolist(), self.pczxid[idx].tolist(), self.pcversion[idx].tolist(),
+                                             self.ppzxid[idx].tolist(), self.pchild[idx].tolist())}
+
+    def put_parents(self, ps: np.ndarray, czxid: np.ndarray) -> None:
+        """New parent rows ``ps`` (not held yet) without children, created at ``czxid``."""
+        if not len(ps):
+            return
+        top = int(ps.max()) + 1
+        if top > self.cap:
+            self.grow(top)
+        self.parent[ps] = True
+        self.pcount += len(ps)
+        self.pczxid[ps] = czxid
+        self.pcversion[ps] = 0
+        self.ppzxid[ps] = czxid
+        self.pchild[ps] = False
 
     # --- many rows at a time ---------------------------------------------------------------------------
     def flush(self) -> None:
@@ -339,20 +435,23 @@ class StateTable:
         self.body[dst] = None
 
     def nodes(self) -> dict[int, tuple]:
-        """``node`` of every row held, by partition (one pass over the columns)."""
+        """``node`` of every row held, by partition (one pass over the columns), and of every parent row, by
+        ``~p``."""
         self.flush()
+        out = self.parent_nodes() if self.pcount else {}
         idx = np.flatnonzero(self.present)
         if not len(idx):
-            return {}
+            return out
         lens = self.isr_len[idx].tolist()
         isrs = self.isr[idx].tolist()
         czxids = self.czxid[idx].tolist()
         enc = encode_state
-        return {p: (body if body is not None else enc(ce, ld, le, rc, tuple(row[:n])), cz, mz, v, 0, 0, cz, None)
+        out.update({p: (body if body is not None else enc(ce, ld, le, rc, tuple(row[:n])), cz, mz, v, 0, 0, cz, None)
                 for p, ce, ld, le, rc, row, n, cz, mz, v, body in zip(
                     idx.tolist(), self.ce[idx].tolist(), self.leader[idx].tolist(),
                     self.leader_epoch[idx].tolist(), self.recovery[idx].tolist(), isrs, lens, czxids,
-                    self.mzxid[idx].tolist(), self.version[idx].tolist(), self.body[idx].tolist())}
+                    self.mzxid[idx].tolist(), self.version[idx].tolist(), self.body[idx].tolist())})
+        return out
 
     def held(self, ps: np.ndarray) -> np.ndarray:
         """Per partition id of ``ps`` (any ints): is its row held here?"""
@@ -378,23 +477,34 @@ def isr_matrix(isrs: list[tuple]) -> tuple[np.ndarray, np.ndarray]:
     return mat[idx], lens[idx]
 
 
-def load_table(rows: list[tuple]) -> tuple[StateTable, list[tuple]]:
-    """A table of ``rows`` (partition, path, fields, czxid, mzxid, version, body), taking them by partition as
-    ``StateTable.fits`` would; returns it and the rows taken."""
-    table = StateTable()
-    taken = []
+def load_table(topic: str, rows: list[tuple], parents: list[tuple] = ()) -> tuple[StateTable, list[tuple], list[tuple]]:
+    """A table of ``rows`` (partition, path, fields, czxid, mzxid, version, body) and parent ``parents``
+    (partition, path, czxid, cversion, pzxid, has its /state), taking them by partition as ``StateTable.fits``
+    would; returns it and the rows and parents taken."""
+    table = StateTable(topic)
     cap = 0
-    for row in sorted(rows, key=lambda r: r[0]):
-        p = row[0]
+    fitting = set()
+    for p in sorted({r[0] for r in rows} | {r[0] for r in parents}):
         if p < MIN_ROWS or p < 2 * cap:
-            taken.append(row)
+            fitting.add(p)
             if p >= cap:
                 cap = max(p + 1, 2 * cap, 8)
-    if taken:
+    taken = sorted((r for r in rows if r[0] in fitting), key=lambda r: r[0])
+    taken_parents = [r for r in parents if r[0] in fitting]
+    if cap:
         table.grow(cap)
+    if taken:
         ps = np.fromiter((r[0] for r in taken), dtype=np.int64, count=len(taken))
         isr, isr_len = isr_matrix([r[2][4] for r in taken])
         table.put_many(ps, [r[2][0] for r in taken], [r[2][1] for r in taken], [r[2][2] for r in taken],
                        [r[2][3] for r in taken], isr, isr_len, [r[3] for r in taken], [r[4] for r in taken],
                        [r[5] for r in taken], [r[6] for r in taken])
-    return table, taken
+    if taken_parents:
+        ps = np.fromiter((r[0] for r in taken_parents), dtype=np.int64, count=len(taken_parents))
+        table.parent[ps] = True
+        table.pcount = len(ps)
+        table.pczxid[ps] = [r[2] for r in taken_parents]
+        table.pcversion[ps] = [r[3] for r in taken_parents]
+        table.ppzxid[ps] = [r[4] for r in taken_parents]
+        table.pchild[ps] = [r[5] for r in taken_parents]
+    return table, taken, taken_parents

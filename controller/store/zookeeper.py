@@ -67,7 +67,7 @@ import structlog
 from controller.store.state_table import (
     CODES, MIN_ROWS, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NOCHILDRENFOREPHEMERALS, R_NODEEXISTS, R_NONODE,
     R_NOT_SENT, R_OK, TOPICS_PREFIX, StateRows, StateTable, StateWriteOutcome, encode_state, isr_matrix, load_table,
-    parse_body, plain_topic, state_key, state_path, topic_of,
+    parent_fits, parent_key, parse_body, partitions_topic, plain_topic, state_key, state_path, topic_of,
 )
 from statemachines.errors import StoreError
 
@@ -352,6 +352,7 @@ class ZooKeeper:
         self._intern: dict[bytes, bytes] = {}
         self._tables: dict[str, StateTable] = {}            # topic -> its /state znodes, see _put
         self._state_watched: dict[str, set[int]] = {}       # topic -> partitions whose /state has a data watch
+        self._watched_under: dict[str, int] = {}            # topic -> watched paths at or below its /partitions
 
     # --- time and transactions ----------------------------------------------------------------------
     def _now(self) -> int:
@@ -396,7 +397,8 @@ class ZooKeeper:
     # A /brokers/topics/<t>/partitions/<p>/state znode whose body is Kafka's canonical form (and which is a
     # plain persistent leaf) lives in its topic's StateTable: ``_nodes[path]`` is then its partition id, an
     # int, instead of a node tuple, and ``_put``/``_pop``/``_node`` move between the two forms. Every other
-    # path, and a /state znode whose body is anything else, is a tuple as before.
+    # path, and a /state znode whose body is anything else, is a tuple as before. A partition's parent
+    # /brokers/topics/<t>/partitions/<p> as Kafka creates it is a parent row of the same table: ``~p``.
     def _node(self, path: str) -> tuple | None:
         """The node tuple at ``path`` (a table row made into one), or None."""
         node = self._nodes.get(path)
@@ -405,9 +407,23 @@ class ZooKeeper:
         return node
 
     def _put(self, path: str, node: tuple) -> None:
-        """Store ``node`` at ``path``: in its topic's table if it is a /state znode that fits there."""
+        """Store ``node`` at ``path``: in its topic's table if it is a /state znode or a partition's parent that
+        fits there."""
         nodes = self._nodes
-        if path[-6:] == "/state":
+        if path[-6:] != "/state":
+            key = parent_key(path)
+            if key is not None:
+                topic, p = key
+                table = self._tables.get(topic)
+                if parent_fits(node, path) and (p < MIN_ROWS if table is None else table.fits(p)):
+                    if table is None:
+                        table = self._tables[topic] = StateTable(topic)
+                    table.put_parent(p, node[_CZXID], node[_CVERSION], node[_PZXID], node[_CHILDREN] is not None)
+                    nodes[path] = ~p
+                    return
+                if type(nodes.get(path)) is int:
+                    self._drop_row(topic, ~p)
+        else:
             key = state_key(path)
             if key is not None:
                 topic, p = key
@@ -417,7 +433,7 @@ class ZooKeeper:
                 table = self._tables.get(topic)
                 if parsed is not None and (p < MIN_ROWS if table is None else table.fits(p)):
                     if table is None:
-                        table = self._tables[topic] = StateTable()
+                        table = self._tables[topic] = StateTable(topic)
                     table.put(p, parsed[0], czxid, mzxid, version, parsed[1])
                     nodes[path] = p
                     return
@@ -434,9 +450,13 @@ class ZooKeeper:
         return node
 
     def _drop_row(self, topic: str, p: int) -> None:
+        """Row ``p`` (a /state row; < 0: the parent row ``~p``) no longer held in the table."""
         table = self._tables[topic]
-        table.clear(p)
-        if not table.count:
+        if p >= 0:
+            table.clear(p)
+        else:
+            table.clear_parent(~p)
+        if not table.count and not table.pcount:
             del self._tables[topic]
 
     def _version(self, path: str, node: tuple | int) -> int:
@@ -460,8 +480,13 @@ class ZooKeeper:
     def _load_state_tables(self) -> None:
         """Move the /state znodes of a rebuilt tree into their topics' tables (``from_dict``)."""
         by_topic: dict[str, list] = {}
+        parents: dict[str, list] = {}
         for path, node in self._nodes.items():
             if path[-6:] != "/state":
+                key = parent_key(path)
+                if key is not None and parent_fits(node, path):
+                    parents.setdefault(key[0], []).append((key[1], path, node[_CZXID], node[_CVERSION], node[_PZXID],
+                                                           node[_CHILDREN] is not None))
                 continue
             key = state_key(path)
             if key is None:
@@ -473,20 +498,36 @@ class ZooKeeper:
             if parsed is not None:
                 by_topic.setdefault(key[0], []).append((key[1], path, parsed[0], czxid, mzxid, version, parsed[1]))
         nodes = self._nodes
-        for topic, rows in by_topic.items():
-            table, taken = load_table(rows)
-            if taken:
+        for topic in by_topic.keys() | parents.keys():
+            table, taken, taken_parents = load_table(topic, by_topic.get(topic, []), parents.get(topic, []))
+            if taken or taken_parents:
                 self._tables[topic] = table
                 for row in taken:
                     nodes[row[1]] = row[0]
+                for row in taken_parents:
+                    nodes[row[1]] = ~row[0]
 
-    def _data_watch_added(self, path: str) -> None:
-        key = state_key(path) if path[-6:] == "/state" else None
+    def _watch_added(self, is_child: bool, path: str) -> None:
+        """A watch table has a new entry for ``path``."""
+        topic = partitions_topic(path)
+        if topic is None:
+            return
+        self._watched_under[topic] = self._watched_under.get(topic, 0) + 1
+        key = state_key(path) if not is_child and path[-6:] == "/state" else None
         if key is not None:
             self._state_watched.setdefault(key[0], set()).add(key[1])
 
-    def _data_watch_removed(self, path: str) -> None:
-        key = state_key(path) if path[-6:] == "/state" else None
+    def _watch_removed(self, is_child: bool, path: str) -> None:
+        """A watch table's entry for ``path`` is gone."""
+        topic = partitions_topic(path)
+        if topic is None:
+            return
+        left = self._watched_under[topic] - 1
+        if left:
+            self._watched_under[topic] = left
+        else:
+            del self._watched_under[topic]
+        key = state_key(path) if not is_child and path[-6:] == "/state" else None
         if key is not None:
             watched = self._state_watched.get(key[0])
             if watched is not None:
@@ -579,8 +620,7 @@ class ZooKeeper:
             entry = table.get(path)
             if entry is not None and entry.pop(sid, None) is not None and not entry:
                 del table[path]
-                if not is_child:
-                    self._data_watch_removed(path)
+                self._watch_removed(is_child, path)
         zxid = self._next_zxid()
         fired: list = []
         for path in sorted(sess.ephemerals):
@@ -662,7 +702,9 @@ class ZooKeeper:
             raise NoNodeError(path)
         if watch:
             self._arm(sess, True, path)
-        c = None if type(node) is int else node[_CHILDREN]
+        if type(node) is int:
+            node = self._tables[topic_of(path)].node(node)
+        c = node[_CHILDREN]
         if c is None:
             return []
         start = 1 if path == "/" else len(path) + 1
@@ -673,8 +715,7 @@ class ZooKeeper:
         entry = table.get(path)
         if entry is None:
             entry = table[path] = {}
-            if not is_child:
-                self._data_watch_added(path)
+            self._watch_added(is_child, path)
         if sess.sid not in entry:
             self._watch_seq += 1
             entry[sess.sid] = self._watch_seq
@@ -798,7 +839,7 @@ class ZooKeeper:
         if parent is None:
             raise NoNodeError(path)
         row = parent if type(parent) is int else None
-        if row is not None:   # a /state row about to get a child: a tuple from now on
+        if row is not None:   # a /state row about to get a child: a tuple from now on; a parent row may stay
             parent = self._tables[topic_of(parent_path)].node(row)
         pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
         if sequential:
@@ -811,15 +852,18 @@ class ZooKeeper:
             undo.append((_U_CREATED, path, parent_path, pcversion, ppzxid))
         if data is not None and len(data) <= _INTERN_MAX_LEN:
             data = self._intern.get(data) or self._share(data)
-        if row is not None:
+        if row is not None and row >= 0:
             self._drop_row(topic_of(parent_path), row)
         node = (data, zxid, zxid, 0, 0, sess.sid if ephemeral else 0, zxid, None)
-        if path[-6:] == "/state":
+        if path.startswith(TOPICS_PREFIX):
             self._put(path, node)
         else:
             nodes[path] = node
-        nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
-                              _with_child(pchildren, path))
+        node = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid, _with_child(pchildren, path))
+        if row is not None and row < 0:
+            self._put(parent_path, node)
+        else:
+            nodes[parent_path] = node
         if ephemeral:
             sess.ephemerals.add(path)
         if path in self._data_watches:
@@ -838,7 +882,7 @@ class ZooKeeper:
             old = table.node(p)
             if version != ANY_VERSION and old[_VERSION] != version:
                 raise BadVersionError(path)
-            parsed = parse_body(data)
+            parsed = parse_body(data) if p >= 0 else None
             if parsed is not None:
                 if undo is not None:
                     undo.append((_U_SET, path, old))
@@ -856,7 +900,7 @@ class ZooKeeper:
             data = self._intern.get(data) or self._share(data)
         _, czxid, _, version, cversion, owner, pzxid, children = node
         node = (data, czxid, zxid, version + 1, cversion, owner, pzxid, children)
-        if path[-6:] == "/state":
+        if path.startswith(TOPICS_PREFIX):
             self._put(path, node)
         else:
             nodes[path] = node
@@ -879,14 +923,22 @@ class ZooKeeper:
         if node[_CHILDREN]:
             raise NotEmptyError(path)
         parent_path = _parent(path)
-        pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = nodes[parent_path]
+        parent = nodes[parent_path]
+        parent_row = type(parent) is int
+        if parent_row:
+            parent = self._tables[topic_of(parent_path)].node(parent)
+        pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
         if undo is not None:
             undo.append((_U_DELETED, path, node, parent_path, ppzxid))
         del nodes[path]
         if row is not None:
             self._drop_row(topic_of(path), row)
-        nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion, powner, zxid if zxid > ppzxid else ppzxid,
-                              _without_child(pchildren, path))
+        parent = (pdata, pczxid, pmzxid, pversion, pcversion, powner, zxid if zxid > ppzxid else ppzxid,
+                  _without_child(pchildren, path))
+        if parent_row:
+            self._put(parent_path, parent)
+        else:
+            nodes[parent_path] = parent
         owner_sid = node[_OWNER]
         if owner_sid:
             owner = self._sessions.get(owner_sid)
@@ -899,8 +951,8 @@ class ZooKeeper:
 
     def _fire(self, table, path, etype, fired, undo, exclude=None):
         entry = table.pop(path, None)
-        if entry is not None and table is self._data_watches:
-            self._data_watch_removed(path)
+        if entry is not None:
+            self._watch_removed(table is self._child_watches, path)
         if not entry:
             return None
         if undo is not None:
@@ -924,23 +976,23 @@ class ZooKeeper:
             elif kind == _U_CREATED:
                 _, path, parent_path, cversion, pzxid = rec
                 node = self._pop(path)
-                p = nodes[parent_path]
-                nodes[parent_path] = (p[0], p[1], p[2], p[3], cversion, p[5], pzxid, _without_child(p[7], path))
+                p = self._node(parent_path)
+                self._put(parent_path, (p[0], p[1], p[2], p[3], cversion, p[5], pzxid, _without_child(p[7], path)))
                 owner = node[_OWNER]
                 if owner and owner in sessions:
                     sessions[owner].ephemerals.discard(path)
             elif kind == _U_DELETED:
                 _, path, node, parent_path, pzxid = rec
                 self._put(path, node)
-                p = nodes[parent_path]
-                nodes[parent_path] = (p[0], p[1], p[2], p[3], p[4], p[5], pzxid, _with_child(p[7], path))
+                p = self._node(parent_path)
+                self._put(parent_path, (p[0], p[1], p[2], p[3], p[4], p[5], pzxid, _with_child(p[7], path)))
                 owner = node[_OWNER]
                 if owner and owner in sessions:
                     sessions[owner].ephemerals.add(path)
             else:
                 _, table, path, entry = rec
-                if path not in table and table is self._data_watches:
-                    self._data_watch_added(path)
+                if path not in table:
+                    self._watch_added(table is self._child_watches, path)
                 table.setdefault(path, {}).update(entry)
 
     # --- /state batches ------------------------------------------------------------------------------
@@ -1202,14 +1254,16 @@ class ZooKeeper:
             if path in nodes:
                 code[k] = R_NODEEXISTS
                 continue
-            pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
-            if powner:
-                code[k] = R_NOCHILDRENFOREPHEMERALS
-                continue
+            prow = parent if type(parent) is int else None
+            if prow is None:
+                pdata, pczxid, pmzxid, pversion, pcversion, powner, ppzxid, pchildren = parent
+                if powner:
+                    code[k] = R_NOCHILDRENFOREPHEMERALS
+                    continue
             parsed = parse_body(data) if 0 <= p <= 0x7FFFFFFF else None
             if parsed is not None and (p < MIN_ROWS if table is None else table.fits(p)):
                 if table is None:
-                    table = self._tables[topic] = StateTable()
+                    table = self._tables[topic] = StateTable(topic)
                 if p >= table.cap:
                     table.grow(p + 1)
                 pending.append((p, parsed, zxid))
@@ -1218,8 +1272,15 @@ class ZooKeeper:
                 if data is not None and len(data) <= _INTERN_MAX_LEN:
                     data = intern.get(data) or self._share(data)
                 nodes[path] = (data, zxid, zxid, 0, 0, 0, zxid, None)
-            nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
-                                  _with_child(pchildren, path))
+            if prow is None:
+                nodes[parent_path] = (pdata, pczxid, pmzxid, pversion, pcversion + 1, powner, zxid,
+                                      _with_child(pchildren, path))
+            else:   # a parent row of this topic's table, which now has its /state
+                q = ~prow
+                ptable = self._tables[topic]
+                ptable.pcversion[q] += 1
+                ptable.ppzxid[q] = zxid
+                ptable.pchild[q] = True
             code[k] = R_OK
         self._flush_created(topic, pending)
         return StateWriteOutcome(code, version, stopped)
@@ -1263,7 +1324,7 @@ class ZooKeeper:
         while stack:
             p = stack.pop()
             order.append(p)
-            stack.extend(sorted(_child_paths(self._nodes[p]), reverse=True))
+            stack.extend(sorted(_child_paths(self._node(p)), reverse=True))
         ops = [DeleteOp(p) for p in reversed(order)]
         self.multi(session_id, ops)
         return len(ops)
@@ -1376,8 +1437,8 @@ class ZooKeeper:
         for key, table, is_child in (("data_watches", zk._data_watches, False),
                                      ("child_watches", zk._child_watches, True)):
             for path, sid, seq in sorted(d[key], key=lambda w: w[2]):
-                if not is_child and path not in table:
-                    zk._data_watch_added(path)
+                if path not in table:
+                    zk._watch_added(is_child, path)
                 table.setdefault(path, {})[sid] = seq
                 if sid in zk._sessions:
                     zk._sessions[sid].watches.add((is_child, path))
