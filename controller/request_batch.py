@@ -1,24 +1,27 @@
 """The per-broker request batch (Kafka's ControllerBrokerRequestBatch) and the channel it sends on.
 
-State machines add LeaderAndIsr, UpdateMetadata and StopReplica entries while they work;
-``send_requests_to_brokers`` then turns them into one request per broker and API, in Kafka's
-order (LeaderAndIsr, UpdateMetadata, StopReplica), records every partition state and every
-request in the journal, and hands the requests to the channel. Brokers are served in
-ascending id order and partitions in the order they were added, so the records are
-deterministic (Kafka iterates hash maps here).
+State machines add LeaderAndIsr, UpdateMetadata and StopReplica entries while they work — one
+partition at a time, or (the batch paths) a topic's partitions as arrays read from the context's
+columns; ``send_requests_to_brokers`` then turns them into one request per broker and API, in
+Kafka's order (LeaderAndIsr, UpdateMetadata, StopReplica), records every partition state and
+every request in the journal, and hands the requests to the channel. Brokers are served in
+ascending id order and partitions in the order they were first added, so the records are
+deterministic (Kafka iterates hash maps here). Entries are held as columns
+(``controller.request_entries``); a request with at least ``COLUMN_MIN`` partition states is
+recorded as one columnar batch and carries that ``ColumnBatch`` as its ``partitions``.
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
 
+from controller.request_entries import EntryTable
+from events.columns import DictColumn, ListColumn
 from events.records import (
-    HEADER_LEN, API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, SCHEMA_VERSION,
-    LeaderAndIsrPartition,
-    RequestSent, StopReplicaPartition, UpdateMetadataPartition,
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, HEADER_LEN, LEADER_DURING_DELETE, SCHEMA_VERSION,
+    LeaderAndIsrPartition, RequestSent, StopReplicaPartition, UpdateMetadataPartition,
 )
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAssignment
 
@@ -91,6 +94,17 @@ class IllegalBatchStateError(RuntimeError):
     """Kafka's IllegalStateException from ``newBatch`` when a previous batch was never sent."""
 
 
+# Entry fields (ints; tuples as pool codes). LeaderAndIsr and StopReplica entries are grouped by broker,
+# UpdateMetadata entries have one group (0): every broker of the request gets the same partitions.
+_LAI_FIELDS = ("state_controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch", "replicas",
+               "adding_replicas", "removing_replicas", "is_new", "recovery_state")
+_UM_FIELDS = ("state_controller_epoch", "leader", "leader_epoch", "isr", "partition_epoch", "replicas",
+              "offline_replicas")
+_SR_FIELDS = ("leader_epoch", "delete_partition")
+_TUPLE_FIELDS = frozenset({"isr", "replicas", "adding_replicas", "removing_replicas", "offline_replicas"})
+_BOOL_FIELDS = frozenset({"is_new", "delete_partition"})
+
+
 class ControllerBrokerRequestBatch:
     """Collects requests for one round of state changes, then sends them per broker."""
 
@@ -107,24 +121,59 @@ class ControllerBrokerRequestBatch:
         # Called with (broker id, request error, {tp: error}) for every LeaderAndIsr response (Kafka enqueues
         # LeaderAndIsrResponseReceived: KAFKA_STORAGE_ERROR marks replicas on offline log directories).
         self.on_leader_and_isr_response = on_leader_and_isr_response
-        self.leader_and_isr_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
-        self.stop_replica_requests: dict[int, dict[tuple, tuple]] = defaultdict(dict)
+        self._lai = EntryTable(_LAI_FIELDS, sticky=("is_new",))
+        self._sr = EntryTable(_SR_FIELDS, sticky=("delete_partition",))
+        self._um = EntryTable(_UM_FIELDS)
         self.update_metadata_brokers: set[int] = set()
-        self.update_metadata_partitions: dict[tuple, tuple] = {}
         # Per-batch caches: the live brokers do not change while one batch is being built.
         self._all_live_added = False
         self._is_online = None
 
+    @property
+    def pool(self):
+        return self.context.pool
+
     def is_empty(self) -> bool:
-        return not (self.leader_and_isr_requests or self.stop_replica_requests
-                    or self.update_metadata_brokers or self.update_metadata_partitions)
+        return not (len(self._lai) or len(self._sr) or self.update_metadata_brokers or len(self._um))
+
+    # --- the entries as Kafka's maps (for messages and inspection) --------------------------------
+    def _as_maps(self, table: EntryTable, grouped: bool = True) -> dict:
+        merged = table.merged()
+        tuples = self.pool.tuples
+        names = table.topic_names
+        fields = table.fields[3:]
+        cols = [merged.columns[f].tolist() for f in table.fields]
+        out: dict = {}
+        for row in zip(*cols):
+            values = tuple(tuples[v] if f in _TUPLE_FIELDS else (bool(v) if f in _BOOL_FIELDS else v)
+                           for f, v in zip(fields, row[3:]))
+            target = out.setdefault(row[0], {}) if grouped else out
+            target[(names[row[1]], row[2])] = values
+        return out
+
+    @property
+    def leader_and_isr_requests(self) -> dict[int, dict[tuple, tuple]]:
+        """broker -> (topic, partition) -> (state_controller_epoch, leader, leader_epoch, isr, partition_epoch,
+        replicas, adding, removing, is_new, recovery_state), merged as Kafka's maps hold them."""
+        return self._as_maps(self._lai)
+
+    @property
+    def stop_replica_requests(self) -> dict[int, dict[tuple, tuple]]:
+        """broker -> (topic, partition) -> (leader_epoch, delete_partition)."""
+        return self._as_maps(self._sr)
+
+    @property
+    def update_metadata_partitions(self) -> dict[tuple, tuple]:
+        """(topic, partition) -> (state_controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas,
+        offline_replicas)."""
+        return self._as_maps(self._um, grouped=False)
 
     def new_batch(self) -> None:
-        if self.leader_and_isr_requests:
+        if len(self._lai):
             raise IllegalBatchStateError(
                 "Controller to broker state change requests batch is not empty while creating a new one. "
                 f"Some LeaderAndIsr state changes {self.leader_and_isr_requests} might be lost ")
-        if self.stop_replica_requests:
+        if len(self._sr):
             raise IllegalBatchStateError(
                 "Controller to broker state change requests batch is not empty while creating a new one. "
                 f"Some StopReplica state changes {self.stop_replica_requests} might be lost ")
@@ -135,93 +184,66 @@ class ControllerBrokerRequestBatch:
                 f"{self.update_metadata_partitions} might be lost ")
 
     def clear(self) -> None:
-        self.leader_and_isr_requests.clear()
-        self.stop_replica_requests.clear()
+        self._lai.clear()
+        self._sr.clear()
+        self._um.clear()
         self.update_metadata_brokers.clear()
-        self.update_metadata_partitions.clear()
         self._all_live_added = False
         self._is_online = None
 
-    # --- adding -------------------------------------------------------------------------------
+    # --- adding, one partition at a time ----------------------------------------------------------
     def add_leader_and_isr_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
                                                info: LeaderIsrAndControllerEpoch, assignment: ReplicaAssignment,
                                                is_new: bool) -> None:
         lai = info.leader_and_isr
-        requests = self.leader_and_isr_requests
+        code = self.pool.code
+        table = self._lai
+        row = (table.topic_code(tp[0]), tp[1], info.controller_epoch, lai.leader, lai.leader_epoch, code(lai.isr),
+               lai.partition_epoch, code(assignment.replicas), code(assignment.adding_replicas),
+               code(assignment.removing_replicas), int(is_new), lai.recovery_state)
         for b in broker_ids:
-            if b < 0:
-                continue
-            per_broker = requests[b]
-            prev = per_broker.get(tp)
-            # (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas, adding, removing, is_new, rs)
-            per_broker[tp] = (info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
-                              assignment.replicas, assignment.adding_replicas, assignment.removing_replicas,
-                              is_new or (prev is not None and prev[8]), lai.recovery_state)
+            if b >= 0:
+                table.add((b,) + row)
         if self._all_live_added:
             self._add_update_metadata_partition(tp)
         else:
             self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, (tp,))
             self._all_live_added = True
 
-    def update_metadata_entries(self, ts, parts) -> dict | None:
-        """(topic, partition) -> the UpdateMetadata partition state ``_add_update_metadata_partition`` would
-        add, for partitions ``parts`` (numpy indexes) of one topic's columns, computed as arrays; None when
-        replicas on offline log directories make it a per-partition question."""
-        ctx = self.context
-        if ctx.has_offline_dirs():
-            return None
-        ce, leader, le, icode, pe, _ = ctx.leadership_arrays(ts, parts)
-        has = le != -1
-        parts, ce, leader, le, icode, pe = parts[has], ce[has], leader[has], le[has], icode[has], pe[has]
-        rcodes = ctx.assignment_codes(ts, parts)
-        rows = ctx.pool.matrix()[rcodes]
-        live = ctx.live_mask()
-        offline = rows >= 0
-        known = offline & (rows < len(live))
-        offline[known] = ~live[rows[known]]
-        offline_t = ctx.tuples_of_rows(np.where(offline, rows, -1))
-        tuples = ctx.pool.tuples
-        name = ts.name
-        if name in ctx.topics_to_be_deleted:
-            # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
-            return {(name, p): (c, LEADER_DURING_DELETE, 0, tuples[i], 0, tuples[r], o)
-                    for p, c, i, r, o in zip(parts.tolist(), ce.tolist(), icode.tolist(), rcodes.tolist(), offline_t)}
-        return {(name, p): (c, ld, e, tuples[i], v, tuples[r], o)
-                for p, c, ld, e, i, v, r, o in zip(parts.tolist(), ce.tolist(), leader.tolist(), le.tolist(),
-                                                   icode.tolist(), pe.tolist(), rcodes.tolist(), offline_t)}
-
     def add_leader_and_isr_requests(self, recipients: list, tps: list, states: list, is_new: bool,
-                                    update_metadata: dict | None = None) -> None:
+                                    update_metadata: list | None = None) -> None:
         """``add_leader_and_isr_request_for_brokers`` for many partitions, in order: ``recipients[i]`` the broker
         ids for ``tps[i]``, ``states[i]`` = (controller_epoch, leader, leader_epoch, isr, partition_epoch, replicas,
-        adding, removing, recovery_state). ``update_metadata``: their UpdateMetadata states as
-        ``update_metadata_entries`` gives them (else computed one by one)."""
-        requests = self.leader_and_isr_requests
+        adding, removing, recovery_state). ``update_metadata``: [(topic columns, partition indexes)] of a prefix
+        of ``tps`` (in their order) whose UpdateMetadata states are added as arrays."""
+        code = self.pool.code
+        table = self._lai
+        topic_code = table.topic_code
+        new = int(is_new)
         for brokers, tp, (ce, leader, epoch, isr, pe, replicas, adding, removing, rs) in zip(recipients, tps, states):
+            row = (topic_code(tp[0]), tp[1], ce, leader, epoch, code(isr), pe, code(replicas), code(adding),
+                   code(removing), new, rs)
             for b in brokers:
-                if b < 0:
-                    continue
-                per_broker = requests[b]
-                prev = per_broker.get(tp)
-                per_broker[tp] = (ce, leader, epoch, isr, pe, replicas, adding, removing,
-                                  is_new or (prev is not None and prev[8]), rs)
+                if b >= 0:
+                    table.add((b,) + row)
         if not tps:
             return
+        self._add_update_metadata(tps, update_metadata)
+
+    def _ensure_all_live(self) -> None:
         if not self._all_live_added:
             self.add_update_metadata_request_for_brokers(self.context.live_broker_epochs, ())
             self._all_live_added = True
-        if update_metadata is not None:
-            partitions = self.update_metadata_partitions
-            add = self._add_update_metadata_partition
-            for tp in tps:
-                entry = update_metadata.get(tp)
-                if entry is not None:
-                    partitions[tp] = entry
-                else:
-                    add(tp)
-            return
+
+    def _add_update_metadata(self, tps: list, selections: list | None) -> None:
+        self._ensure_all_live()
+        covered = 0
+        if selections is not None and not self.context.has_offline_dirs():
+            for ts, parts in selections:
+                self.add_update_metadata_columns(ts, parts)
+                covered += len(parts)
         add = self._add_update_metadata_partition
-        for tp in tps:
+        for tp in tps[covered:]:
             add(tp)
 
     def add_stop_replica_requests(self, broker_id: int, tps: list, leader_epochs: list, delete_partition: bool) -> None:
@@ -229,21 +251,20 @@ class ControllerBrokerRequestBatch:
         their leader epochs as ``ControllerContext.leader_epoch`` gives them."""
         if broker_id < 0:
             return
-        per_broker = self.stop_replica_requests[broker_id]
+        table = self._sr
+        topic_code = table.topic_code
+        delete = int(delete_partition)
         for tp, epoch in zip(tps, leader_epochs):
-            prev = per_broker.get(tp)
-            per_broker[tp] = (epoch, delete_partition or (prev is not None and prev[1]))
+            table.add((broker_id, topic_code(tp[0]), tp[1], epoch, delete))
 
     def add_stop_replica_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
                                              delete_partition: bool) -> None:
         leader_epoch = self.context.leader_epoch(tp)
-        requests = self.stop_replica_requests
+        table = self._sr
+        row = (table.topic_code(tp[0]), tp[1], leader_epoch, int(delete_partition))
         for b in broker_ids:
-            if b < 0:
-                continue
-            per_broker = requests[b]
-            prev = per_broker.get(tp)
-            per_broker[tp] = (leader_epoch, delete_partition or (prev is not None and prev[1]))
+            if b >= 0:
+                table.add((b,) + row)
 
     def add_update_metadata_request_for_brokers(self, broker_ids: Iterable[int],
                                                 partitions: Iterable[tuple] = ()) -> None:
@@ -262,12 +283,72 @@ class ControllerBrokerRequestBatch:
         controller_epoch, leader, leader_epoch, isr, partition_epoch, _ = fields
         replicas = ctx.partition_replica_assignment(tp)
         offline = tuple(r for r in replicas if not is_online(r, tp))
+        code = self.pool.code
+        table = self._um
         if tp[0] in ctx.topics_to_be_deleted:
             # LeaderAndIsr.duringDelete(isr): a fresh LeaderAndIsr, so epochs read 0.
-            self.update_metadata_partitions[tp] = (controller_epoch, LEADER_DURING_DELETE, 0, isr, 0, replicas, offline)
+            leader, leader_epoch, partition_epoch = LEADER_DURING_DELETE, 0, 0
+        table.add((0, table.topic_code(tp[0]), tp[1], controller_epoch, leader, leader_epoch, code(isr),
+                   partition_epoch, code(replicas), code(offline)))
+
+    # --- adding, a topic's partitions as arrays ---------------------------------------------------
+    def add_update_metadata_columns(self, ts, parts: np.ndarray) -> None:
+        """``_add_update_metadata_partition`` for partitions ``parts`` (numpy indexes) of one topic's columns,
+        read from the context as arrays. Only without replicas on offline log directories (a per-partition
+        question): callers check ``context.has_offline_dirs()``."""
+        ctx = self.context
+        ce, leader, le, icode, pe, _ = ctx.leadership_arrays(ts, parts)
+        has = le != -1
+        if not has.all():
+            parts, ce, leader, le, icode, pe = parts[has], ce[has], leader[has], le[has], icode[has], pe[has]
+        if not len(parts):
+            return
+        rcodes = ctx.assignment_codes(ts, parts)
+        rows = self.pool.matrix()[rcodes]
+        live = ctx.live_mask()
+        offline = rows >= 0
+        known = offline & (rows < len(live))
+        offline[known] = ~live[rows[known]]
+        if offline.any():
+            ocodes = ctx.codes_of_rows(np.where(offline, rows, -1))
         else:
-            self.update_metadata_partitions[tp] = (controller_epoch, leader, leader_epoch, isr, partition_epoch,
-                                                   replicas, offline)
+            ocodes = 0
+        table = self._um
+        if ts.name in ctx.topics_to_be_deleted:
+            leader, le, pe = LEADER_DURING_DELETE, 0, 0
+        table.add_columns((0, table.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes))
+
+    def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
+                                   update_metadata: bool = True) -> None:
+        """``add_leader_and_isr_request_for_brokers`` for partitions ``parts`` (numpy indexes, in order) of one
+        topic's columns, with their leadership and assignment as the context holds them now: ``recipients``
+        an int matrix, row ``i`` the broker ids for ``parts[i]`` (-1 padded). Then their UpdateMetadata states
+        (``update_metadata``), as the per-partition method adds them."""
+        if not len(parts):
+            return
+        ctx = self.context
+        ce, leader, le, icode, pe, rec = ctx.leadership_arrays(ts, parts)
+        rcodes = ctx.assignment_codes(ts, parts)
+        adding = removing = 0
+        if ts.adding or ts.removing:
+            code = self.pool.code
+            plist = parts.tolist()
+            adding = np.fromiter((code(ts.adding.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
+            removing = np.fromiter((code(ts.removing.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
+        rows, cols = np.nonzero(recipients >= 0)   # row-major: each partition's recipients in order
+        brokers = recipients[rows, cols]
+        table = self._lai
+
+        def per(a):
+            return a[rows] if isinstance(a, np.ndarray) else a
+        table.add_columns((brokers, table.topic_code(ts.name), parts[rows], ce[rows], leader[rows], le[rows],
+                           icode[rows], pe[rows], rcodes[rows], per(adding), per(removing), int(is_new),
+                           rec[rows]))
+        if update_metadata:
+            self._add_update_metadata([(ts.name, p) for p in parts.tolist()] if ctx.has_offline_dirs() else [],
+                                      None)
+            if not ctx.has_offline_dirs():
+                self.add_update_metadata_columns(ts, parts)
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
@@ -288,65 +369,108 @@ class ControllerBrokerRequestBatch:
         self.journal.emit(RequestSent, api, broker, broker_epoch, correlation_id, len(partitions), leaders,
                           deletes, live_brokers)
         req = BrokerRequest(api, broker, broker_epoch, self.controller_id, epoch, correlation_id,
-                            tuple(partitions), live_brokers)
+                            partitions, live_brokers)
         sent.append(req)
         self.channel.send(req, callback)
 
-    def _emit_partitions(self, cls, lead: tuple, states: dict[tuple, tuple]) -> list:
-        """One record per partition state: ``lead`` fields, then topic, partition, then the state's fields.
-        Many of them go to the journal as one columnar batch (the same records, as columns)."""
-        n = len(states)
+    def _list_column(self, codes: np.ndarray) -> ListColumn:
+        """Pool codes as an int tuple column."""
+        pool = self.pool
+        lengths = pool.lengths()[codes]
+        offsets = np.zeros(len(codes) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        m = pool.matrix()[codes]
+        return ListColumn(offsets, m[np.arange(m.shape[1]) < lengths[:, None]])
+
+    def _emit_partitions(self, cls, lead: tuple, table: EntryTable, columns: dict, start: int, stop: int):
+        """The partition states of rows ``start..stop-1`` of a merged table, ``lead`` (their first body field)
+        first: one record each, emitted as one columnar batch (returned) when there are at least COLUMN_MIN,
+        else as row records (returned as a tuple)."""
+        n = stop - start
+        names = cls._fields[HEADER_LEN:]   # the lead field, topic, partition, then the table's fields
+        fields = table.fields[3:]
+        topic = columns["topic"][start:stop]
+        partition = columns["partition"][start:stop]
         if n >= COLUMN_MIN:
-            names = cls._fields[HEADER_LEN:]
-            columns = {names[0]: [lead[0]] * n, "topic": [tp[0] for tp in states],
-                       "partition": [tp[1] for tp in states]}
-            columns.update(zip(names[3:], zip(*states.values())))
-            return self.journal.emit_columns(cls, **columns).records()
-        off, header, sink = self.journal.reserve(len(states))
+            uniq, inverse = np.unique(topic, return_inverse=True)
+            out = {names[0]: _lead_column(lead[0], n),
+                   "topic": DictColumn(tuple(table.topic_names[t] for t in uniq.tolist()), inverse.reshape(-1)),
+                   "partition": partition}
+            for f in fields:
+                c = columns[f][start:stop]
+                if f in _TUPLE_FIELDS:
+                    out[f] = self._list_column(c)
+                elif f in _BOOL_FIELDS:
+                    out[f] = c != 0
+                else:
+                    out[f] = c
+            return self.journal.emit_columns(cls, **out)
+        tuples = self.pool.tuples
+        topic_names = table.topic_names
+        body = [[topic_names[t] for t in topic.tolist()], partition.tolist()]
+        for f in fields:
+            c = columns[f][start:stop].tolist()
+            if f in _TUPLE_FIELDS:
+                c = [tuples[v] for v in c]
+            elif f in _BOOL_FIELDS:
+                c = [v != 0 for v in c]
+            body.append(c)
+        off, header, sink = self.journal.reserve(n)
         prefix = (cls.KIND, SCHEMA_VERSION)
         new = tuple.__new__
         recs = []
-        for tp, st in states.items():
-            rec = new(cls, prefix + (off,) + header + lead + tp + st)
+        for row in zip(*body):
+            rec = new(cls, prefix + (off,) + header + lead + row)
             sink(rec)
             recs.append(rec)
             off += 1
-        return recs
+        return tuple(recs)
 
     def _send_leader_and_isr(self, epoch: int, sent: list) -> None:
+        if not len(self._lai):
+            return
         live = self.context.live_broker_epochs
-        for broker in sorted(self.leader_and_isr_requests):
+        merged = self._lai.merged()
+        cols = merged.columns
+        for broker, start, stop in merged.groups:
             if broker not in live:
                 continue
-            recs = self._emit_partitions(LeaderAndIsrPartition, (broker,), self.leader_and_isr_requests[broker])
-            leaders = sum(1 for rec in recs if rec.leader == broker)
+            partitions = self._emit_partitions(LeaderAndIsrPartition, (broker,), self._lai, cols, start, stop)
+            leaders = int(np.count_nonzero(cols["leader"][start:stop] == broker))
             callback = None
             if self.on_leader_and_isr_response is not None:
                 callback = self._leader_and_isr_callback(broker)
-            self._request(API_LEADER_AND_ISR, broker, epoch, recs, leaders, 0, (), sent, callback)
+            self._request(API_LEADER_AND_ISR, broker, epoch, partitions, leaders, 0, (), sent, callback)
 
     def _send_update_metadata(self, epoch: int, sent: list) -> None:
         live = self.context.live_broker_epochs
         brokers = tuple(sorted(b for b in self.update_metadata_brokers if b in live))
         if not brokers:
             return
-        recs = self._emit_partitions(UpdateMetadataPartition, (brokers,), self.update_metadata_partitions)
+        merged = self._um.merged()
+        n = len(merged.columns["partition"])
+        partitions = self._emit_partitions(UpdateMetadataPartition, (brokers,), self._um, merged.columns, 0, n) \
+            if n else ()
         live_brokers = tuple(sorted(live))
         for broker in brokers:
-            self._request(API_UPDATE_METADATA, broker, epoch, recs, 0, 0, live_brokers, sent)
+            self._request(API_UPDATE_METADATA, broker, epoch, partitions, 0, 0, live_brokers, sent)
 
     def _send_stop_replica(self, epoch: int, sent: list) -> None:
+        if not len(self._sr):
+            return
         live = self.context.live_broker_epochs
-        for broker in sorted(self.stop_replica_requests):
+        merged = self._sr.merged()
+        cols = merged.columns
+        for broker, start, stop in merged.groups:
             if broker not in live:
                 continue
-            recs = self._emit_partitions(StopReplicaPartition, (broker,), self.stop_replica_requests[broker])
-            deletes = sum(1 for rec in recs if rec.delete_partition)
+            partitions = self._emit_partitions(StopReplicaPartition, (broker,), self._sr, cols, start, stop)
+            deletes = int(np.count_nonzero(cols["delete_partition"][start:stop]))
             callback = None
             if deletes and self.on_topic_deletion_stop_replica_response is not None:
-                deleted = {(rec.topic, rec.partition) for rec in recs if rec.delete_partition}
+                deleted = {(rec.topic, rec.partition) for rec in partitions if rec.delete_partition}
                 callback = self._stop_replica_callback(broker, deleted)
-            self._request(API_STOP_REPLICA, broker, epoch, recs, 0, deletes, (), sent, callback)
+            self._request(API_STOP_REPLICA, broker, epoch, partitions, 0, deletes, (), sent, callback)
 
     def _leader_and_isr_callback(self, broker: int) -> Callable[[BrokerResponse], None]:
         def on_response(response: BrokerResponse) -> None:
@@ -361,3 +485,12 @@ class ControllerBrokerRequestBatch:
             if errors:
                 self.on_topic_deletion_stop_replica_response(broker, response.error, errors)
         return on_response
+
+
+def _lead_column(value, n: int):
+    """The first body field of every record of a request: a broker id, or (UpdateMetadata) the tuple of
+    brokers the request goes to."""
+    if isinstance(value, tuple):
+        k = len(value)
+        return ListColumn(np.arange(n + 1, dtype=np.int64) * k, np.tile(np.asarray(value, dtype=np.int64), n))
+    return np.full(n, value, dtype=np.int64)

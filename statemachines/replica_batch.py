@@ -237,16 +237,9 @@ def succeed_columns(sm, replica_id: int, replicas: list[tuple], segments: list, 
         sm.context.put_replica_states_array(ts, parts, cols, target)
 
 
-def update_metadata_of(batch, selections: list) -> dict | None:
-    """The UpdateMetadata states of the partitions ``(columns, indexes)`` in ``selections``, computed as arrays
-    (``ControllerBrokerRequestBatch.update_metadata_entries``); None where the batch computes them one by one."""
-    if not hasattr(batch, "update_metadata_entries"):
+def update_metadata_of(batch, selections: list) -> list | None:
+    """The partitions ``(columns, indexes)`` in ``selections`` whose UpdateMetadata states the batch adds as
+    arrays (``add_leader_and_isr_requests``' ``update_metadata``); None where it adds them one by one."""
+    if not hasattr(batch, "add_update_metadata_columns"):
         return None
-    out: dict = {}
-    for ts, parts in selections:
-        if len(parts):
-            entries = batch.update_metadata_entries(ts, parts)
-            if entries is None:
-                return None
-            out.update(entries)
-    return out
+    return [(ts, parts) for ts, parts in selections if len(parts)]
