@@ -102,3 +102,41 @@ def test_new_batch_refuses_unsent_requests(setup):
     batch.add_stop_replica_request_for_brokers([1], ("t", 0), False)
     with pytest.raises(IllegalBatchStateError, match="StopReplica state changes"):
         batch.new_batch()
+
+
+# --- the columnar entry table against Kafka's per-broker hash maps ---------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+import numpy as np  # noqa: E402
+
+from controller.request_entries import EntryTable  # noqa: E402
+
+_entry = st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "c"]), st.integers(0, 4), st.integers(-2, 9),
+                   st.booleans())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(_entry, max_size=8)), max_size=6))
+def test_entry_table_merges_as_kafkas_maps(chunks):
+    """Adds one at a time or as arrays, in any mix: the merged rows are the maps' entries (first place, last
+    value, sticky flag ORed), grouped by ascending broker."""
+    table = EntryTable(("value", "flag"), sticky=("flag",))
+    maps: dict = {}
+    for as_arrays, entries in chunks:
+        rows = [(b, table.topic_code(t), p, v, int(f)) for b, t, p, v, f in entries]
+        if as_arrays and rows:
+            table.add_columns(tuple(np.array(c) for c in zip(*rows)))
+        else:
+            for row in rows:
+                table.add(row)
+        for b, t, p, v, f in entries:
+            per = maps.setdefault(b, {})
+            prev = per.get((t, p))
+            per[(t, p)] = (v, f or (prev is not None and prev[1]))
+    merged = table.merged()
+    got = {}
+    for b, start, stop in merged.groups:
+        c = {k: a[start:stop].tolist() for k, a in merged.columns.items()}
+        got[b] = list(zip([table.topic_names[t] for t in c["topic"]], c["partition"], c["value"],
+                          [bool(f) for f in c["flag"]]))
+    assert [b for b, _, _ in merged.groups] == sorted(maps)
+    assert got == {b: [(t, p, v, f) for (t, p), (v, f) in per.items()] for b, per in maps.items()}
