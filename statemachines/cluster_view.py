@@ -70,14 +70,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import closing
+from contextlib import closing, contextmanager
+from functools import partial
+from itertools import chain
 from typing import NamedTuple
 
 import msgpack
+import numpy as np
 
+from events.columns import DictColumn, ListColumn
 from events.log import Batch, LogReader
 from events.records import (
     NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
@@ -92,6 +97,7 @@ from statemachines.states import (
 __all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_body"]
 
 SNAPSHOT_FORMAT = 2  # element 0 of a ViewSnapshot's state array
+_new = tuple.__new__
 
 
 class PartitionView(NamedTuple):
@@ -105,28 +111,494 @@ class PartitionView(NamedTuple):
     recovery_state: int
 
 
-_new = tuple.__new__
-_STATE, _REPLICAS, _LEADER, _LEADER_EPOCH = 0, 1, 2, 3   # positions in a stored partition tuple
+# Partition numbers the view holds (its columns are indexed by partition number); Kafka's are below
+# a topic's partition count, which no cluster takes near this.
+MAX_PARTITIONS = 1 << 24
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+
+
+def _partition_number(topic: str, p) -> int:
+    """``p`` as a partition number the view can hold; ValueError otherwise."""
+    try:
+        p = operator.index(p)
+    except TypeError:
+        raise ValueError(f"partition {p!r:.50} of topic {topic!r:.100} is not an int") from None
+    if not 0 <= p < MAX_PARTITIONS:
+        raise ValueError(f"partition {p} of topic {topic!r:.100}: the view holds partitions 0..{MAX_PARTITIONS - 1}")
+    return p
+
+
+def _int_column(values, dtype, what: str) -> np.ndarray:
+    """Integers (a numpy array or a sequence of ints) as an array of ``dtype``; ValueError if they are not
+    ints or do not fit it (Kafka's broker ids, epochs and versions are int32s)."""
+    a = values if isinstance(values, np.ndarray) else np.array(values)
+    if a.size == 0:
+        return np.zeros(a.shape, dtype=dtype)
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"{what}: expected ints, got {a.dtype} values")
+    info = np.iinfo(dtype)
+    if a.dtype.itemsize >= np.dtype(dtype).itemsize or a.dtype.kind != np.dtype(dtype).kind:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < info.min or hi > info.max:
+            raise ValueError(f"{what}: value {lo if lo < info.min else hi} outside {info.min}..{info.max}")
+    return a.astype(dtype, copy=False)
+
+
+def _padded(lengths: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(matrix, lengths): row i holds the next ``lengths[i]`` values of ``flat``, then -1s."""
+    k = len(lengths)
+    w = int(lengths.max()) if k else 0
+    if k and int(lengths.min()) == w:
+        return flat.reshape(k, w), lengths
+    block = np.full((k, w), -1, dtype=np.int32)
+    total = len(flat)
+    if total:
+        starts = np.cumsum(lengths) - lengths
+        rows = np.repeat(np.arange(k), lengths)
+        block[rows, np.arange(total) - np.repeat(starts, lengths)] = flat
+    return block, lengths
+
+
+def _list_block(column: ListColumn, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """An int tuple column as (a -1-padded int32 matrix, the lengths)."""
+    lengths = np.diff(column.offsets.astype(np.int64))
+    return _padded(lengths, _int_column(column.values, np.int32, what))
+
+
+def _tuples_block(tuples, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """A sequence of int tuples as (a -1-padded int32 matrix, the lengths)."""
+    lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
+    return _padded(lengths, _int_column(list(chain.from_iterable(tuples)), np.int32, what))
+
+
+def _tuples(block: np.ndarray, lengths: np.ndarray) -> list[tuple]:
+    return [tuple(row[:k]) for row, k in zip(block.tolist(), lengths.tolist())]
+
+
+def _resized(a: np.ndarray, n: int, fill) -> np.ndarray:
+    out = np.full((n,) + a.shape[1:], fill, dtype=a.dtype)
+    out[:len(a)] = a
+    return out
+
+
+def _widened(m: np.ndarray, w: int, fill: int = -1) -> np.ndarray:
+    out = np.full((m.shape[0], w), fill, dtype=m.dtype)
+    out[:, :m.shape[1]] = m
+    return out
+
+
+def _in_order(ids: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """The present rows ``ids`` in the order they were added (their ``seq``)."""
+    s = seq[ids]
+    if len(ids) > 1 and not bool(np.all(s[1:] > s[:-1])):
+        ids = ids[np.argsort(s, kind="stable")]
+    return ids
+
+
+class _Partitions:
+    """The partitions of one topic as columns indexed by partition number.
+
+    ``present`` marks the rows that hold a partition and ``seq`` numbers them in the order they were
+    added (the iteration order of the dict the view kept before, which its snapshots record);
+    replicas and ISR are -1-padded int32 matrices with their lengths. Values past a length, and rows
+    not present, are garbage. A topic holds one such object: nothing per partition for the GC.
+    """
+    __slots__ = ("present", "seq", "state", "leader", "leader_epoch", "partition_epoch", "recovery_state",
+                 "replicas", "n_replicas", "isr", "n_isr", "count", "next_seq")
+    _VECTORS = (("present", np.bool_), ("seq", np.int64), ("state", np.uint8), ("leader", np.int32),
+                ("leader_epoch", np.int32), ("partition_epoch", np.int32), ("recovery_state", np.int32),
+                ("n_replicas", np.int32), ("n_isr", np.int32))
+
+    def __init__(self) -> None:
+        for name, dtype in self._VECTORS:
+            setattr(self, name, np.zeros(0, dtype=dtype))
+        self.replicas = np.full((0, 0), -1, dtype=np.int32)
+        self.isr = np.full((0, 0), -1, dtype=np.int32)
+        self.count = 0        # rows present
+        self.next_seq = 0
+
+    def reserve(self, top: int) -> None:
+        """Room for partition numbers up to ``top``."""
+        cap = len(self.present)
+        if top < cap:
+            return
+        n = max(top + 1, 2 * cap, 16)
+        for name, _ in self._VECTORS:
+            setattr(self, name, _resized(getattr(self, name), n, 0))
+        self.replicas = _resized(self.replicas, n, -1)
+        self.isr = _resized(self.isr, n, -1)
+
+    def has(self, p) -> bool:
+        try:
+            p = operator.index(p)
+        except TypeError:
+            return False
+        return 0 <= p < len(self.present) and bool(self.present[p])
+
+    def mask(self, ps: np.ndarray) -> np.ndarray:
+        """Which of the partition numbers ``ps`` (any ints) hold a partition."""
+        ok = (ps >= 0) & (ps < len(self.present))
+        out = np.zeros(len(ps), dtype=bool)
+        out[ok] = self.present[ps[ok]]
+        return out
+
+    def order(self) -> np.ndarray:
+        """The partition numbers present, in the order they were added."""
+        return _in_order(np.flatnonzero(self.present), self.seq)
+
+    def row(self, p: int) -> tuple:
+        """Partition ``p`` (present) as the PartitionView fields."""
+        nr, ni = int(self.n_replicas[p]), int(self.n_isr[p])
+        return (int(self.state[p]), tuple(self.replicas[p, :nr].tolist()), int(self.leader[p]),
+                int(self.leader_epoch[p]), tuple(self.isr[p, :ni].tolist()), int(self.partition_epoch[p]),
+                int(self.recovery_state[p]))
+
+    def rows(self, ids: np.ndarray) -> list[tuple]:
+        """The rows ``ids`` (present) as PartitionView field tuples."""
+        return list(zip(self.state[ids].tolist(), _tuples(self.replicas[ids], self.n_replicas[ids]),
+                        self.leader[ids].tolist(), self.leader_epoch[ids].tolist(),
+                        _tuples(self.isr[ids], self.n_isr[ids]), self.partition_epoch[ids].tolist(),
+                        self.recovery_state[ids].tolist()))
+
+    # -- one row --
+    def _add(self, p: int) -> None:
+        if not self.present[p]:
+            self.present[p] = True
+            self.seq[p] = self.next_seq
+            self.next_seq += 1
+            self.count += 1
+
+    def _set_list(self, name: str, p: int, values: tuple) -> None:
+        k = len(values)
+        m = getattr(self, name)
+        if k > m.shape[1]:
+            m = _widened(m, k)
+            setattr(self, name, m)
+        m[p, :k] = values
+        getattr(self, "n_" + name)[p] = k
+
+    def set_row(self, p: int, state: int, replicas: tuple, leader: int, leader_epoch: int, isr: tuple,
+                partition_epoch: int, recovery_state: int) -> None:
+        self.reserve(p)
+        self._add(p)
+        self.state[p] = state
+        self._set_list("replicas", p, replicas)
+        self.set_leadership(p, leader, leader_epoch, isr, partition_epoch, recovery_state)
+
+    def set_leadership(self, p: int, leader: int, leader_epoch: int, isr: tuple, partition_epoch: int,
+                       recovery_state: int) -> None:
+        self.leader[p] = leader
+        self.leader_epoch[p] = leader_epoch
+        self._set_list("isr", p, isr)
+        self.partition_epoch[p] = partition_epoch
+        self.recovery_state[p] = recovery_state
+
+    def remove(self, p: int) -> None:
+        self.present[p] = False
+        self.count -= 1
+
+    # -- many rows (``ids``: distinct partition numbers, int64) --
+    def _put_list(self, name: str, ids: np.ndarray, block: np.ndarray, lengths: np.ndarray) -> None:
+        m = getattr(self, name)
+        w = block.shape[1]
+        if w > m.shape[1]:
+            m = _widened(m, w)
+            setattr(self, name, m)
+        if w == m.shape[1]:
+            m[ids] = block
+        else:
+            m[ids, :w] = block
+        getattr(self, "n_" + name)[ids] = lengths
+
+    def put(self, ids: np.ndarray, state, replicas: tuple, leader, leader_epoch, isr: tuple, partition_epoch,
+            recovery_state) -> None:
+        """Set the rows ``ids``; those not present are added in the order of ``ids``. ``replicas`` and
+        ``isr`` are (matrix, lengths) pairs; the other values are arrays aligned with ``ids`` or scalars."""
+        if not len(ids):
+            return
+        self.reserve(int(ids.max()))
+        new = ids[~self.present[ids]]
+        if len(new):
+            self.present[new] = True
+            self.seq[new] = np.arange(self.next_seq, self.next_seq + len(new))
+            self.next_seq += len(new)
+            self.count += len(new)
+        self.state[ids] = state
+        self._put_list("replicas", ids, *replicas)
+        self.put_leadership(ids, leader, leader_epoch, isr, partition_epoch, recovery_state)
+
+    def put_leadership(self, ids: np.ndarray, leader, leader_epoch, isr: tuple, partition_epoch,
+                       recovery_state) -> None:
+        self.leader[ids] = leader
+        self.leader_epoch[ids] = leader_epoch
+        self._put_list("isr", ids, *isr)
+        self.partition_epoch[ids] = partition_epoch
+        self.recovery_state[ids] = recovery_state
+
+    def put_from(self, other: _Partitions, ids: np.ndarray) -> None:
+        """Copy the rows ``ids`` (present in ``other``) into this table."""
+        self.put(ids, other.state[ids], (other.replicas[ids], other.n_replicas[ids]), other.leader[ids],
+                 other.leader_epoch[ids], (other.isr[ids], other.n_isr[ids]), other.partition_epoch[ids],
+                 other.recovery_state[ids])
+
+    def drop(self, ids: np.ndarray) -> None:
+        self.present[ids] = False
+        self.count -= len(ids)
+
+    # -- snapshots --
+    def snapshot_rows(self) -> list:
+        """``[p, state, replicas, leader, leader_epoch, isr, partition_epoch, recovery_state]`` per partition,
+        in order (the ViewSnapshot layout)."""
+        ids = self.order()
+        return [(p, *row) for p, row in zip(ids.tolist(), self.rows(ids))]
+
+    @classmethod
+    def from_rows(cls, rows: tuple) -> _Partitions:
+        """The table :meth:`snapshot_rows` wrote; ValueError if ``rows`` does not have that layout."""
+        table = cls()
+        if not rows:
+            return table
+        if any(len(r) != 8 for r in rows):
+            raise ValueError("a partition row does not have 8 fields")
+        ps, state, replicas, leader, leader_epoch, isr, partition_epoch, recovery_state = zip(*rows)
+        ids = _int_column(ps, np.int64, "partition").astype(np.int64)
+        if int(ids.min()) < 0 or int(ids.max()) >= MAX_PARTITIONS or len(np.unique(ids)) != len(ids):
+            raise ValueError("partition numbers must be distinct and in 0..MAX_PARTITIONS - 1")
+        table.put(ids, _int_column(state, np.uint8, "state"), _tuples_block(replicas, "replicas"),
+                  _int_column(leader, np.int32, "leader"), _int_column(leader_epoch, np.int32, "leader_epoch"),
+                  _tuples_block(isr, "isr"), _int_column(partition_epoch, np.int32, "partition_epoch"),
+                  _int_column(recovery_state, np.int32, "recovery_state"))
+        return table
+
+    def __eq__(self, other) -> bool:
+        """Same partitions, values and order (not the same storage)."""
+        if type(other) is not _Partitions:
+            return NotImplemented
+        a, b = self.order(), other.order()
+        return np.array_equal(a, b) and self.rows(a) == other.rows(b)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        ids = self.order()
+        return f"_Partitions({dict(zip(ids.tolist(), self.rows(ids)))})"
+
+
+class _ReplicaStates:
+    """The replica states of one topic's partitions as columns indexed by partition number.
+
+    ``has`` marks the partitions that have a replica-state map (possibly empty: a failover sets one for
+    every partition), ``seq`` orders them as they were added; row p of ``ids``/``states`` holds
+    ``n[p]`` (replica, state byte) pairs in the order the replicas got a state (a dict's order).
+    """
+    __slots__ = ("has", "seq", "ids", "states", "n", "count", "next_seq")
+
+    def __init__(self) -> None:
+        self.has = np.zeros(0, dtype=bool)
+        self.seq = np.zeros(0, dtype=np.int64)
+        self.n = np.zeros(0, dtype=np.int32)
+        self.ids = np.full((0, 0), -1, dtype=np.int32)
+        self.states = np.zeros((0, 0), dtype=np.uint8)
+        self.count = 0        # partitions with a map
+        self.next_seq = 0
+
+    def reserve(self, top: int) -> None:
+        cap = len(self.has)
+        if top < cap:
+            return
+        n = max(top + 1, 2 * cap, 16)
+        self.has, self.seq, self.n = (_resized(self.has, n, 0), _resized(self.seq, n, 0), _resized(self.n, n, 0))
+        self.ids, self.states = _resized(self.ids, n, -1), _resized(self.states, n, 0)
+
+    def widen(self, w: int) -> None:
+        if w > self.ids.shape[1]:
+            self.ids, self.states = _widened(self.ids, w), _widened(self.states, w, 0)
+
+    def has_partition(self, p) -> bool:
+        try:
+            p = operator.index(p)
+        except TypeError:
+            return False
+        return 0 <= p < len(self.has) and bool(self.has[p])
+
+    def mask(self, ps: np.ndarray) -> np.ndarray:
+        ok = (ps >= 0) & (ps < len(self.has))
+        out = np.zeros(len(ps), dtype=bool)
+        out[ok] = self.has[ps[ok]]
+        return out
+
+    def order(self) -> np.ndarray:
+        return _in_order(np.flatnonzero(self.has), self.seq)
+
+    def of(self, p: int) -> dict[int, int]:
+        k = int(self.n[p])
+        return dict(zip(self.ids[p, :k].tolist(), self.states[p, :k].tolist()))
+
+    def pairs(self, ids: np.ndarray) -> list[list[tuple]]:
+        """The (replica, state) pairs of the partitions ``ids`` (with a map), in order."""
+        return [list(zip(r[:k], s[:k])) for r, s, k in
+                zip(self.ids[ids].tolist(), self.states[ids].tolist(), self.n[ids].tolist())]
+
+    def _add(self, ids: np.ndarray) -> None:
+        new = ids[~self.has[ids]]
+        if len(new):
+            self.has[new] = True
+            self.seq[new] = np.arange(self.next_seq, self.next_seq + len(new))
+            self.next_seq += len(new)
+            self.count += len(new)
+
+    # -- one replica --
+    def set(self, p: int, replica: int, state: int) -> None:
+        self.reserve(p)
+        if not self.has[p]:
+            self.has[p] = True
+            self.seq[p] = self.next_seq
+            self.next_seq += 1
+            self.count += 1
+        k = int(self.n[p])
+        hit = np.flatnonzero(self.ids[p, :k] == replica)
+        if len(hit):
+            self.states[p, hit[0]] = state
+            return
+        self.widen(k + 1)
+        self.ids[p, k] = replica
+        self.states[p, k] = state
+        self.n[p] = k + 1
+
+    def remove(self, p: int, replica: int) -> None:
+        """Take ``replica``'s state out of partition ``p``'s map (which exists); drop the map if empty."""
+        k = int(self.n[p])
+        hit = np.flatnonzero(self.ids[p, :k] == replica)
+        if len(hit):
+            i = int(hit[0])
+            self.ids[p, i:k - 1] = self.ids[p, i + 1:k]
+            self.states[p, i:k - 1] = self.states[p, i + 1:k]
+            self.n[p] = k = k - 1
+        if not k:
+            self.has[p] = False
+            self.count -= 1
+
+    # -- many partitions (``ps``: distinct partition numbers, int64) --
+    def _find(self, ps: np.ndarray, replicas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(found, position) of ``replicas[i]`` in partition ``ps[i]``'s map."""
+        w = self.ids.shape[1]
+        if not w:
+            return np.zeros(len(ps), dtype=bool), np.zeros(len(ps), dtype=np.int64)
+        match = (self.ids[ps] == replicas[:, None]) & (np.arange(w) < self.n[ps][:, None])
+        return match.any(axis=1), match.argmax(axis=1)
+
+    def put(self, ps: np.ndarray, replicas: np.ndarray, states: np.ndarray) -> None:
+        """Set one replica's state in each partition ``ps``; maps not there yet are added in the order of ``ps``."""
+        if not len(ps):
+            return
+        self.reserve(int(ps.max()))
+        self._add(ps)
+        found, pos = self._find(ps, replicas)
+        if found.any():
+            self.states[ps[found], pos[found]] = states[found]
+        if not found.all():
+            new = ~found
+            at, k = ps[new], self.n[ps[new]]
+            self.widen(int(k.max()) + 1)
+            self.ids[at, k] = replicas[new]
+            self.states[at, k] = states[new]
+            self.n[at] = k + 1
+
+    def drop(self, ps: np.ndarray, replicas: np.ndarray) -> None:
+        """:meth:`remove` of ``replicas[i]`` from partition ``ps[i]``, for each i."""
+        ok = self.mask(ps)
+        ps, replicas = ps[ok], replicas[ok]
+        if not len(ps):
+            return
+        found, pos = self._find(ps, replicas)
+        if found.any():
+            at, pos = ps[found], pos[found]
+            cols = np.arange(self.ids.shape[1])
+            src = np.minimum(cols + (cols >= pos[:, None]), len(cols) - 1)
+            self.ids[at] = np.take_along_axis(self.ids[at], src, axis=1)
+            self.states[at] = np.take_along_axis(self.states[at], src, axis=1)
+            self.n[at] -= 1
+        empty = ps[self.n[ps] == 0]
+        self.has[empty] = False
+        self.count -= len(empty)
+
+    def replace(self, ps: np.ndarray, ids: np.ndarray, states: np.ndarray, lengths: np.ndarray) -> None:
+        """Set the whole maps of partitions ``ps`` (rows of ``ids``/``states``, ``lengths`` long); maps not
+        there yet are added in the order of ``ps``."""
+        if not len(ps):
+            return
+        self.reserve(int(ps.max()))
+        self._add(ps)
+        w = ids.shape[1]
+        self.widen(w)
+        self.ids[ps, :w] = ids
+        self.states[ps, :w] = states
+        self.n[ps] = lengths
+
+    # -- snapshots --
+    def snapshot_rows(self) -> list:
+        """``[p, [[replica, state], ...]]`` per partition, in order (the ViewSnapshot layout)."""
+        ids = self.order()
+        return list(zip(ids.tolist(), self.pairs(ids)))
+
+    @classmethod
+    def from_rows(cls, rows: tuple) -> _ReplicaStates:
+        table = cls()
+        if not rows:
+            return table
+        if any(len(r) != 2 for r in rows):
+            raise ValueError("a replica-state row does not have 2 fields")
+        ps, maps = zip(*rows)
+        ids = _int_column(ps, np.int64, "partition").astype(np.int64)
+        if int(ids.min()) < 0 or int(ids.max()) >= MAX_PARTITIONS or len(np.unique(ids)) != len(ids):
+            raise ValueError("partition numbers must be distinct and in 0..MAX_PARTITIONS - 1")
+        if any(len(pair) != 2 for m in maps for pair in m):
+            raise ValueError("a replica state is not a (replica, state) pair")
+        replicas, lengths = _tuples_block([tuple(r for r, _ in m) for m in maps], "replica")
+        states, _ = _padded(lengths, _int_column([s for m in maps for _, s in m], np.uint8, "replica state"))
+        if any(len(set(m)) != k for m, k in zip(_tuples(replicas, lengths), lengths.tolist())):
+            raise ValueError("a partition lists a replica's state twice")
+        table.replace(ids, replicas, states.astype(np.uint8, copy=False), lengths)
+        return table
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not _ReplicaStates:
+            return NotImplemented
+        a, b = self.order(), other.order()
+        return np.array_equal(a, b) and self.pairs(a) == other.pairs(b)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        ids = self.order()
+        return f"_ReplicaStates({dict(zip(ids.tolist(), map(dict, self.pairs(ids))))})"
 
 
 class _PartitionsView(Mapping):
-    """partition -> PartitionView of one topic, read from the view's stored tuples."""
-    __slots__ = ("_rows",)
+    """partition -> PartitionView of one topic, read from its columns."""
+    __slots__ = ("_table",)
 
-    def __init__(self, rows: dict[int, tuple]):
-        self._rows = rows
+    def __init__(self, table: _Partitions):
+        self._table = table
 
-    def __getitem__(self, partition: int) -> PartitionView:
-        return _new(PartitionView, self._rows[partition])
+    def __getitem__(self, partition) -> PartitionView:
+        if not self._table.has(partition):
+            raise KeyError(partition)
+        return _new(PartitionView, self._table.row(operator.index(partition)))
 
     def __contains__(self, partition: object) -> bool:
-        return partition in self._rows
+        return self._table.has(partition)
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._rows)
+        return iter(self._table.order().tolist())
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._table.count
+
+    def items(self):
+        ids = self._table.order()
+        return list(zip(ids.tolist(), map(partial(_new, PartitionView), self._table.rows(ids))))
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
@@ -136,7 +608,7 @@ class _TopicsView(Mapping):
     """topic -> (partition -> PartitionView): the read-only face of ``ClusterView._partitions``."""
     __slots__ = ("_topics",)
 
-    def __init__(self, topics: dict[str, dict[int, tuple]]):
+    def __init__(self, topics: dict[str, _Partitions]):
         self._topics = topics
 
     def __getitem__(self, topic: str) -> _PartitionsView:
@@ -155,12 +627,136 @@ class _TopicsView(Mapping):
         return repr({t: dict(parts.items()) for t, parts in self.items()})
 
 
+class _PartitionStatesView(Mapping):
+    """partition -> {replica: state byte} of one topic (each map a new dict)."""
+    __slots__ = ("_table",)
+
+    def __init__(self, table: _ReplicaStates):
+        self._table = table
+
+    def __getitem__(self, partition) -> dict[int, int]:
+        if not self._table.has_partition(partition):
+            raise KeyError(partition)
+        return self._table.of(operator.index(partition))
+
+    def __contains__(self, partition: object) -> bool:
+        return self._table.has_partition(partition)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._table.order().tolist())
+
+    def __len__(self) -> int:
+        return self._table.count
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+class _ReplicaStatesView(Mapping):
+    """topic -> partition -> {replica: state byte}: the read-only face of ``ClusterView._replica_states``."""
+    __slots__ = ("_topics",)
+
+    def __init__(self, topics: dict[str, _ReplicaStates]):
+        self._topics = topics
+
+    def __getitem__(self, topic: str) -> _PartitionStatesView:
+        return _PartitionStatesView(self._topics[topic])
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._topics
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def __repr__(self) -> str:
+        return repr({t: dict(parts.items()) for t, parts in self.items()})
+
+
 def _ints(xs: Iterable[int]) -> str:
     return ",".join(map(str, xs))
 
 
+# --- grouping a batch's records ---------------------------------------------------------------------
+
+def _topic_groups(column: DictColumn) -> list[tuple[str, np.ndarray]]:
+    """(topic, positions of its records in the batch, ascending) per topic, in the order of each topic's
+    first record (the order in which a record-by-record fold meets them)."""
+    names, codes = column.dictionary, column.codes
+    if len(names) == 1:
+        return [(names[0], np.arange(len(codes)))]
+    if len(set(names)) != len(names):   # the same string under two codes
+        first: dict = {}
+        codes = np.array([first.setdefault(name, i) for i, name in enumerate(names)], dtype=np.int64)[codes]
+    order = np.argsort(codes, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+    groups.sort(key=lambda g: int(g[0]))
+    return [(names[int(codes[g[0]])], g) for g in groups if len(g)]
+
+
+def _distinct(ps: np.ndarray) -> bool:
+    return len(ps) < 2 or bool(np.all(ps[1:] > ps[:-1])) or len(np.unique(ps)) == len(ps)
+
+
+def _last_writes(ps: np.ndarray) -> np.ndarray:
+    """Indexes into ``ps`` of the last occurrence of each value, in the order of the values' first occurrence."""
+    if _distinct(ps):
+        return np.arange(len(ps))
+    _, first = np.unique(ps, return_index=True)
+    _, last_reversed = np.unique(ps[::-1], return_index=True)
+    return (len(ps) - 1 - last_reversed)[np.argsort(first)]
+
+
+def _first_writes(ps: np.ndarray) -> np.ndarray:
+    """Indexes into ``ps`` of the first occurrence of each value, ascending."""
+    if _distinct(ps):
+        return np.arange(len(ps))
+    return np.sort(np.unique(ps, return_index=True)[1])
+
+
+def _rounds(ps: np.ndarray) -> list[np.ndarray]:
+    """Indexes into ``ps`` in rounds: round k holds the (k+1)-th occurrence of each value, ascending."""
+    if _distinct(ps):
+        return [np.arange(len(ps))]
+    order = np.argsort(ps, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(ps[order]) != 0])
+    rank = np.empty(len(ps), dtype=np.int64)
+    rank[order] = np.arange(len(ps)) - np.repeat(starts, np.diff(np.r_[starts, len(ps)]))
+    return [np.flatnonzero(rank == k) for k in range(int(rank.max()) + 1)]
+
+
+def _partition_numbers(column: np.ndarray) -> np.ndarray:
+    """A batch's partition column as int64, ValueError if a number is outside what the view holds."""
+    ps = column.astype(np.int64, copy=False)
+    if len(ps) and (int(ps.min()) < 0 or int(ps.max()) >= MAX_PARTITIONS):
+        bad = int(ps.min()) if int(ps.min()) < 0 else int(ps.max())
+        raise ValueError(f"partition {bad}: the view holds partitions 0..{MAX_PARTITIONS - 1}")
+    return ps
+
+
+def _first_occurrences(block: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a padded matrix without repeated values (the first of each kept), as a dict's keys."""
+    w = block.shape[1]
+    dup = np.zeros(len(block), dtype=bool)
+    for j in range(1, w):
+        for i in range(j):
+            dup |= (block[:, i] == block[:, j]) & (j < lengths)
+    if not dup.any():
+        return block, lengths
+    block, lengths = block.copy(), lengths.copy()
+    for row in np.flatnonzero(dup).tolist():
+        keys = list(dict.fromkeys(block[row, :lengths[row]].tolist()))
+        block[row] = -1
+        block[row, :len(keys)] = keys
+        lengths[row] = len(keys)
+    return block, lengths
+
+
 class ClusterView:
-    """The cluster state folded from records; feed records in offset order to :meth:`apply`."""
+    """The cluster state folded from records; feed records in offset order to :meth:`apply`, or columnar
+    batches to :meth:`apply_columns`."""
 
     def __init__(self) -> None:
         self.controller: tuple[int, int] | None = None   # (id, epoch) of the active controller
@@ -168,14 +764,13 @@ class ClusterView:
         self.known_brokers: set[int] = set()
         self.registered_brokers: dict[int, int] = {}      # id -> broker epoch, shutting-down ones included
         self.shutting_down: frozenset[int] = frozenset()
-        # topic -> partition -> the PartitionView fields as a plain tuple (see ``topics``)
-        self._partitions: dict[str, dict[int, tuple]] = {}
-        self.replica_states: dict[str, dict[int, dict[int, int]]] = {}  # topic -> partition -> replica -> byte
+        self._partitions: dict[str, _Partitions] = {}     # topic -> its partitions (see ``topics``)
+        self._replica_states: dict[str, _ReplicaStates] = {}  # see ``replica_states``
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.assignments: dict[str, dict[int, tuple]] = {}  # what the store holds: inputs, then reassignments
         self.deleting: set[str] = set()                   # topics queued for deletion
         # partitions of topics being deleted that went NonExistentPartition, with their last state
-        self._deleted_partitions: dict[str, dict[int, tuple]] = {}
+        self._deleted_partitions: dict[str, _Partitions] = {}
         self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
         self.offset = -1                                  # offset of the last record applied
         self.timestamp_ms: int | None = None              # its timestamp
@@ -184,6 +779,12 @@ class ClusterView:
     def topics(self) -> Mapping[str, Mapping[int, PartitionView]]:
         """topic -> partition -> :class:`PartitionView` (a read-only mapping over the stored partitions)."""
         return _TopicsView(self._partitions)
+
+    @property
+    def replica_states(self) -> Mapping[str, Mapping[int, dict[int, int]]]:
+        """topic -> partition -> {replica: ReplicaState byte} (read-only; topics and partitions in the order
+        they got a state, replicas too)."""
+        return _ReplicaStatesView(self._replica_states)
 
     # --- folding -----------------------------------------------------------------------------
     def apply(self, record: tuple) -> None:
@@ -199,15 +800,18 @@ class ClusterView:
 
     def apply_columns(self, batch) -> None:
         """Fold an ``events.columns.ColumnBatch`` (records of one kind and one header): kinds the view does
-        not fold cost nothing per record; the others are folded record by record."""
+        not fold cost nothing per record; partition and replica transitions and leader/ISR updates are
+        folded as array operations, with the result of folding them one by one; the others one by one."""
         if not batch.n:
             return
         kind = batch.cls.KIND
         handler = _HANDLERS.get(kind)
         if handler is not None and not (kind in _STATE_KINDS and batch.controller_id >= 0
                                         and batch.controller_epoch < self.latest_epoch):
-            for record in batch.records():
-                handler(self, record)
+            bulk = _BULK.get(kind)
+            if bulk is None or not bulk(self, batch):
+                for record in batch.records():
+                    handler(self, record)
         self.offset = batch.first_offset + batch.n - 1
         self.timestamp_ms = batch.timestamp_ms
 
@@ -246,28 +850,40 @@ class ClusterView:
         """A new controller's context was just built (its first LiveBrokersChanged): Kafka then sets
         every state directly, without a log line or record (initializeReplicaState and
         initializePartitionState), from the live brokers and the stored leaders. Do the same."""
-        live = set(self.live_broker_ids())
+        live = np.array(self.live_broker_ids(), dtype=np.int64)
         # Partitions created while no controller acted on them: the new controller finds them in the
         # store without a leader (NewPartition); only the admin's input records carried them.
         # A halted deletion's partitions are in the store too: Kafka initialises them like any other.
         for topic, assignment in self.assignments.items():
-            deleted = self._deleted_partitions.pop(topic, {})
-            for p, replicas in assignment.items():
-                partitions = self._partitions.get(topic)
-                if partitions is None or p not in partitions:
-                    row = deleted.get(p) or (NEW_PARTITION, replicas, NO_LEADER, -1, (), 0, 0)
-                    self._partitions.setdefault(topic, {})[p] = row
-        for topic, partitions in self._partitions.items():
-            states = self.replica_states.setdefault(topic, {})
-            for p, pv in partitions.items():
-                if pv[_LEADER_EPOCH] < 0:
-                    state = NEW_PARTITION
-                else:
-                    state = ONLINE_PARTITION if pv[_LEADER] in live else OFFLINE_PARTITION
-                if state != pv[_STATE]:
-                    partitions[p] = (state,) + pv[1:]
-                states[p] = {r: (ONLINE_REPLICA if r in live else REPLICA_DELETION_INELIGIBLE)
-                             for r in pv[_REPLICAS]}
+            deleted = self._deleted_partitions.pop(topic, None)
+            if not assignment:
+                continue
+            table = self._partitions.get(topic)
+            keys = np.array(list(assignment), dtype=np.int64)
+            missing = keys if table is None else keys[~table.mask(keys)]
+            if not len(missing):
+                continue
+            missing = _partition_numbers(missing)
+            if table is None:
+                table = self._partitions[topic] = _Partitions()
+            n = len(missing)
+            table.put(missing, NEW_PARTITION, _tuples_block([assignment[p] for p in missing.tolist()], "replicas"),
+                      NO_LEADER, -1, (np.full((n, 0), -1, dtype=np.int32), np.zeros(n, dtype=np.int32)), 0, 0)
+            if deleted is not None:
+                back = missing[deleted.mask(missing)]
+                table.put_from(deleted, back)
+        for topic, table in self._partitions.items():
+            ids = table.order()
+            leader_epoch = table.leader_epoch[ids]
+            table.state[ids] = np.where(leader_epoch < 0, NEW_PARTITION,
+                                        np.where(np.isin(table.leader[ids], live), ONLINE_PARTITION,
+                                                 OFFLINE_PARTITION))
+            replicas, lengths = _first_occurrences(table.replicas[ids], table.n_replicas[ids])
+            states = np.where(np.isin(replicas, live), ONLINE_REPLICA, REPLICA_DELETION_INELIGIBLE).astype(np.uint8)
+            rs = self._replica_states.get(topic)
+            if rs is None:
+                rs = self._replica_states[topic] = _ReplicaStates()
+            rs.replace(ids, replicas, states, lengths)
 
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
@@ -282,10 +898,10 @@ class ClusterView:
         replicas = tuple(rec.replicas)
         if rec.topic in self.assignments:
             self.assignments[rec.topic][rec.partition] = replicas
-        partitions = self._partitions.get(rec.topic)
-        pv = None if partitions is None else partitions.get(rec.partition)
-        if pv is not None:
-            partitions[rec.partition] = (pv[_STATE], replicas) + pv[2:]
+        table = self._partitions.get(rec.topic)
+        if table is not None and table.has(rec.partition):
+            with _fitting(rec):
+                table._set_list("replicas", rec.partition, replicas)
 
     def _topic_queued_for_deletion(self, rec: TopicQueuedForDeletion) -> None:
         self.deleting.add(rec.topic)
@@ -294,7 +910,7 @@ class ClusterView:
         topic = rec.topic
         self.deleting.discard(topic)
         for table in (self._partitions, self._deleted_partitions, self.assignments, self.topic_configs,
-                      self.replica_states):
+                      self._replica_states):
             table.pop(topic, None)
 
     def _config_changed(self, rec: ConfigChanged) -> None:
@@ -308,44 +924,149 @@ class ClusterView:
 
     def _partition_transition(self, rec: PartitionTransition) -> None:
         if rec.to_state == NON_EXISTENT_PARTITION:
-            partitions = self._partitions.get(rec.topic)
-            if partitions is not None:
-                row = partitions.pop(rec.partition, None)
-                if row is not None:
-                    self._deleted_partitions.setdefault(rec.topic, {})[rec.partition] = row
-                if not partitions:
+            table = self._partitions.get(rec.topic)
+            if table is not None and table.has(rec.partition):
+                p = operator.index(rec.partition)
+                deleted = self._deleted_partitions.get(rec.topic)
+                if deleted is None:
+                    deleted = self._deleted_partitions[rec.topic] = _Partitions()
+                deleted.set_row(p, *table.row(p))
+                table.remove(p)
+                if not table.count:
                     del self._partitions[rec.topic]
             return
-        partitions = self._partitions.get(rec.topic)
-        if partitions is None:
-            partitions = self._partitions[rec.topic] = {}
-        partitions[rec.partition] = (rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
-                                     rec.partition_epoch, rec.recovery_state)
+        p = _partition_number(rec.topic, rec.partition)
+        table = self._partitions.get(rec.topic)
+        if table is None:
+            table = self._partitions[rec.topic] = _Partitions()
+        with _fitting(rec):
+            table.set_row(p, rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
+                          rec.partition_epoch, rec.recovery_state)
 
     def _leader_and_isr_updated(self, rec: LeaderAndIsrUpdated) -> None:
-        partitions = self._partitions.get(rec.topic)
-        pv = None if partitions is None else partitions.get(rec.partition)
-        if pv is None:
+        table = self._partitions.get(rec.topic)
+        if table is None or not table.has(rec.partition):
             # A partition of a topic being deleted (ISR shrinks go on after NonExistentPartition).
-            partitions = self._deleted_partitions.get(rec.topic)
-            pv = None if partitions is None else partitions.get(rec.partition)
-        if pv is None:  # no state, replicas or partition to attach it to: nothing to invent
-            return
-        partitions[rec.partition] = (pv[_STATE], pv[_REPLICAS], rec.leader, rec.leader_epoch, tuple(rec.isr),
-                                     rec.partition_epoch, rec.recovery_state)
+            table = self._deleted_partitions.get(rec.topic)
+            if table is None or not table.has(rec.partition):
+                return  # no state, replicas or partition to attach it to: nothing to invent
+        with _fitting(rec):
+            table.set_leadership(operator.index(rec.partition), rec.leader, rec.leader_epoch, tuple(rec.isr),
+                                 rec.partition_epoch, rec.recovery_state)
 
     def _replica_transition(self, rec: ReplicaTransition) -> None:
         if rec.to_state != NON_EXISTENT_REPLICA:
-            self.replica_states.setdefault(rec.topic, {}).setdefault(rec.partition, {})[rec.replica] = rec.to_state
+            p = _partition_number(rec.topic, rec.partition)
+            table = self._replica_states.get(rec.topic)
+            if table is None:
+                table = self._replica_states[rec.topic] = _ReplicaStates()
+            with _fitting(rec):
+                table.set(p, rec.replica, rec.to_state)
             return
-        partitions = self.replica_states.get(rec.topic)
-        replicas = partitions.get(rec.partition) if partitions else None
-        if replicas is not None:
-            replicas.pop(rec.replica, None)
-            if not replicas:
-                del partitions[rec.partition]
-                if not partitions:
-                    del self.replica_states[rec.topic]
+        table = self._replica_states.get(rec.topic)
+        if table is not None and table.has_partition(rec.partition):
+            table.remove(operator.index(rec.partition), rec.replica)
+            if not table.count:
+                del self._replica_states[rec.topic]
+
+    # --- folding columnar batches (each returns False, having changed nothing, to fold record by record) ----
+    def _fold_partition_transitions(self, batch) -> bool:
+        topic, part, _, to, replicas, leader, leader_epoch, isr, partition_epoch, recovery_state, _ = batch.columns
+        gone = to == NON_EXISTENT_PARTITION
+        if gone.all():
+            # Each present row moves to the deleted table (a second NonExistentPartition finds nothing);
+            # the deleted table gets its topics in the order of their first move.
+            moves = []
+            for name, at in _topic_groups(topic):
+                table = self._partitions.get(name)
+                if table is None:
+                    continue
+                ps = part[at].astype(np.int64)
+                first = _first_writes(ps)
+                moving = table.mask(ps[first])
+                if moving.any():
+                    moves.append((int(at[first[moving][0]]), name, table, ps[first[moving]]))
+            for _, name, table, ps in sorted(moves, key=lambda m: m[0]):
+                deleted = self._deleted_partitions.get(name)
+                if deleted is None:
+                    deleted = self._deleted_partitions[name] = _Partitions()
+                deleted.put_from(table, ps)
+                table.drop(ps)
+                if not table.count:
+                    del self._partitions[name]
+            return True
+        if gone.any():
+            return False
+        part = _partition_numbers(part)
+        where = f"{batch!r}"
+        replicas = _list_block(replicas, f"{where} replicas")
+        isr = _list_block(isr, f"{where} isr")
+        leader = _int_column(leader, np.int32, f"{where} leader")
+        leader_epoch = _int_column(leader_epoch, np.int32, f"{where} leader_epoch")
+        partition_epoch = _int_column(partition_epoch, np.int32, f"{where} partition_epoch")
+        recovery_state = _int_column(recovery_state, np.int32, f"{where} recovery_state")
+        to = _int_column(to, np.uint8, f"{where} to_state")
+        for name, at in _topic_groups(topic):
+            sel = at[_last_writes(part[at])]
+            table = self._partitions.get(name)
+            if table is None:
+                table = self._partitions[name] = _Partitions()
+            table.put(part[sel], to[sel], (replicas[0][sel], replicas[1][sel]), leader[sel], leader_epoch[sel],
+                      (isr[0][sel], isr[1][sel]), partition_epoch[sel], recovery_state[sel])
+        return True
+
+    def _fold_leader_and_isr_updates(self, batch) -> bool:
+        topic, part, leader, leader_epoch, isr, partition_epoch, recovery_state, _, _ = batch.columns
+        part = part.astype(np.int64, copy=False)
+        where = f"{batch!r}"
+        isr = _list_block(isr, f"{where} isr")
+        leader = _int_column(leader, np.int32, f"{where} leader")
+        leader_epoch = _int_column(leader_epoch, np.int32, f"{where} leader_epoch")
+        partition_epoch = _int_column(partition_epoch, np.int32, f"{where} partition_epoch")
+        recovery_state = _int_column(recovery_state, np.int32, f"{where} recovery_state")
+        for name, at in _topic_groups(topic):
+            sel = at[_last_writes(part[at])]
+            ps = part[sel]
+            rest = np.ones(len(sel), dtype=bool)
+            for table in (self._partitions.get(name), self._deleted_partitions.get(name)):
+                if table is None:
+                    continue
+                hit = rest & table.mask(ps)
+                if hit.any():
+                    s = sel[hit]
+                    table.put_leadership(ps[hit], leader[s], leader_epoch[s], (isr[0][s], isr[1][s]),
+                                         partition_epoch[s], recovery_state[s])
+                    rest &= ~hit
+        return True
+
+    def _fold_replica_transitions(self, batch) -> bool:
+        topic, part, replica, _, to = batch.columns
+        gone = to == NON_EXISTENT_REPLICA
+        if gone.any() and not gone.all():
+            return False
+        gone = bool(gone.all())
+        where = f"{batch!r}"
+        replica = _int_column(replica, np.int32, f"{where} replica")
+        if gone:
+            part = part.astype(np.int64, copy=False)
+        else:
+            part = _partition_numbers(part)
+            to = _int_column(to, np.uint8, f"{where} to_state")
+        for name, at in _topic_groups(topic):
+            table = self._replica_states.get(name)
+            if table is None:
+                if gone:
+                    continue
+                table = self._replica_states[name] = _ReplicaStates()
+            for r in _rounds(part[at]):
+                sel = at[r]
+                if gone:
+                    table.drop(part[sel], replica[sel])
+                else:
+                    table.put(part[sel], replica[sel], to[sel])
+            if gone and not table.count:
+                del self._replica_states[name]
+        return True
 
     # --- snapshots ---------------------------------------------------------------------------
     def to_snapshot(self) -> bytes:
@@ -365,13 +1086,12 @@ class ClusterView:
             [[b, e] for b, e in self.registered_brokers.items()],
             sorted(self.shutting_down),
             None if pending is None else list(pending),
-            [[topic, [[p, *pv] for p, pv in parts.items()]] for topic, parts in self._partitions.items()],
-            [[topic, [[p, [[r, st] for r, st in replicas.items()]] for p, replicas in parts.items()]]
-             for topic, parts in self.replica_states.items()],
+            [[topic, table.snapshot_rows()] for topic, table in self._partitions.items()],
+            [[topic, table.snapshot_rows()] for topic, table in self._replica_states.items()],
             [[topic, [[k, v] for k, v in configs.items()]] for topic, configs in self.topic_configs.items()],
             [[topic, [[p, replicas] for p, replicas in parts.items()]] for topic, parts in self.assignments.items()],
             sorted(self.deleting),
-            [[topic, [[p, *pv] for p, pv in parts.items()]] for topic, parts in self._deleted_partitions.items()],
+            [[topic, table.snapshot_rows()] for topic, table in self._deleted_partitions.items()],
         ]
         return msgpack.packb(state, use_bin_type=True)
 
@@ -399,17 +1119,12 @@ class ClusterView:
             view.registered_brokers = {b: e for b, e in registered}
             view.shutting_down = frozenset(shutting_down)
             view._failover_pending = None if pending is None else (pending[0], pending[1])
-            view._partitions = {topic: {p: (st, replicas, leader, leader_epoch, isr, pe, rs)
-                                        for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
-                                for topic, parts in topics}
-            view.replica_states = {topic: {p: dict(replicas) for p, replicas in parts}
-                                   for topic, parts in replica_states}
+            view._partitions = {topic: _Partitions.from_rows(parts) for topic, parts in topics}
+            view._replica_states = {topic: _ReplicaStates.from_rows(parts) for topic, parts in replica_states}
             view.topic_configs = {topic: dict(configs) for topic, configs in topic_configs}
             view.assignments = {topic: dict(parts) for topic, parts in assignments}
             view.deleting = set(deleting)
-            view._deleted_partitions = {topic: {p: (st, replicas, leader, leader_epoch, isr, pe, rs)
-                                                for p, st, replicas, leader, leader_epoch, isr, pe, rs in parts}
-                                        for topic, parts in deleted}
+            view._deleted_partitions = {topic: _Partitions.from_rows(parts) for topic, parts in deleted}
         except (TypeError, ValueError) as exc:
             raise ValueError(f"view snapshot does not have the ViewSnapshot layout: {exc}") from exc
         return view
@@ -422,8 +1137,23 @@ class ClusterView:
         return sorted(b for b in self.registered_brokers if b not in self.shutting_down)
 
     def partition_replica_states(self, topic: str, partition: int) -> dict[int, int]:
-        """Replica id -> ReplicaState byte for the partition's replicas that have a state."""
-        return self.replica_states.get(topic, {}).get(partition, {})
+        """Replica id -> ReplicaState byte for the partition's replicas that have a state (a new dict)."""
+        table = self._replica_states.get(topic)
+        if table is None or not table.has_partition(partition):
+            return {}
+        return table.of(operator.index(partition))
+
+    def _sorted_partitions(self, topic: str) -> Iterator[tuple[int, tuple, dict]]:
+        """(partition, PartitionView fields, replica states) of a topic's partitions, by number."""
+        table = self._partitions[topic]
+        ids = np.flatnonzero(table.present)
+        states = self._replica_states.get(topic)
+        if states is None:
+            maps = [{}] * len(ids)
+        else:
+            has = states.mask(ids)
+            maps = [dict(pairs) if h else {} for pairs, h in zip(states.pairs(np.where(has, ids, 0)), has.tolist())]
+        return zip(ids.tolist(), table.rows(ids), maps)
 
     def to_json_dict(self) -> dict:
         """The view as JSON data: controller, brokers by id, topics by name, partitions by number."""
@@ -432,22 +1162,10 @@ class ClusterView:
         else:
             controller = {"id": self.controller[0], "epoch": self.controller[1]}
         brokers = [{"id": b, "live": self.is_live(b)} for b in sorted(self.known_brokers)]
-        topics = [{"name": topic, "partitions": [self._partition_json(topic, p, _new(PartitionView, pv))
-                                                 for p, pv in sorted(parts.items())]}
-                  for topic, parts in sorted(self._partitions.items())]
+        topics = [{"name": topic, "partitions": [_partition_json(p, row, states)
+                                                 for p, row, states in self._sorted_partitions(topic)]}
+                  for topic in sorted(self._partitions)]
         return {"controller": controller, "brokers": brokers, "topics": topics}
-
-    def _partition_json(self, topic: str, p: int, pv: PartitionView) -> dict:
-        states = self.partition_replica_states(topic, p)
-        return {
-            "partition": p,
-            "leader": pv.leader if pv.leader >= 0 else NO_LEADER,
-            "leader_epoch": pv.leader_epoch,
-            "isr": list(pv.isr),
-            "replicas": list(pv.replicas),
-            "state": PARTITION_BY_BYTE[pv.state].value,
-            "replica_states": {str(r): REPLICA_BY_BYTE[states[r]].value for r in sorted(states)},
-        }
 
     def digest(self) -> str:
         """SHA-256 (hex) of the canonical JSON of :meth:`to_json_dict`: equal views, equal digests."""
@@ -462,19 +1180,45 @@ class ClusterView:
         if self.shutting_down:
             header += f", shutting down {_ints(sorted(self.shutting_down))}"
         yield header
-        for topic, parts in sorted(self.topics.items()):
-            first = parts[min(parts)]
+        for topic in sorted(self._partitions):
+            table = self._partitions[topic]
+            ids = np.flatnonzero(table.present)
+            rows = table.rows(ids)
             configs = ",".join(f"{k}={v}" for k, v in sorted(self.topic_configs.get(topic, {}).items()))
-            yield (f"Topic: {topic}\tPartitionCount: {len(parts)}\tReplicationFactor: {len(first.replicas)}"
+            yield (f"Topic: {topic}\tPartitionCount: {len(rows)}\tReplicationFactor: {len(rows[0][_REPLICAS])}"
                    f"\tConfigs: {configs}")
-            for p, pv in sorted(parts.items()):
-                leader = pv.leader if pv.leader >= 0 else "none"
-                line = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {leader}\tReplicas: {_ints(pv.replicas)}"
-                        f"\tIsr: {_ints(pv.isr)}")
-                offline = [r for r in pv.replicas if not self.is_live(r)]
+            for p, (_, replicas, leader, _, isr, _, _) in zip(ids.tolist(), rows):
+                line = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {leader if leader >= 0 else 'none'}"
+                        f"\tReplicas: {_ints(replicas)}\tIsr: {_ints(isr)}")
+                offline = [r for r in replicas if not self.is_live(r)]
                 if offline:
                     line += f"\tOffline: {_ints(offline)}"
                 yield line
+
+
+_REPLICAS = 1   # position of the replicas in a PartitionView field tuple
+
+
+def _partition_json(p: int, row: tuple, states: dict) -> dict:
+    state, replicas, leader, leader_epoch, isr, _, _ = row
+    return {
+        "partition": p,
+        "leader": leader if leader >= 0 else NO_LEADER,
+        "leader_epoch": leader_epoch,
+        "isr": list(isr),
+        "replicas": list(replicas),
+        "state": PARTITION_BY_BYTE[state].value,
+        "replica_states": {str(r): REPLICA_BY_BYTE[states[r]].value for r in sorted(states)},
+    }
+
+
+@contextmanager
+def _fitting(rec: tuple):
+    """Report a record value the view's int32 columns cannot hold as a ValueError naming the record."""
+    try:
+        yield
+    except OverflowError as exc:
+        raise ValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}") from None
 
 
 _HANDLERS = {
@@ -491,6 +1235,12 @@ _HANDLERS = {
     ReplicaAssignmentChanged.KIND: ClusterView._replica_assignment_changed,
     TopicQueuedForDeletion.KIND: ClusterView._topic_queued_for_deletion,
     TopicDeletionCompleted.KIND: ClusterView._topic_deletion_completed,
+}
+# Kinds whose columnar batches are folded as arrays.
+_BULK = {
+    PartitionTransition.KIND: ClusterView._fold_partition_transitions,
+    LeaderAndIsrUpdated.KIND: ClusterView._fold_leader_and_isr_updates,
+    ReplicaTransition.KIND: ClusterView._fold_replica_transitions,
 }
 # Records of a controller's in-memory view: a deposed controller's (older epoch) are not the cluster's.
 _STATE_KINDS = frozenset({PartitionTransition.KIND, LeaderAndIsrUpdated.KIND, ReplicaTransition.KIND,

@@ -117,7 +117,7 @@ def test_new_partition_then_online():
     assert online["replica_states"] == {"0": "OnlineReplica", "1": "OnlineReplica", "2": "OnlineReplica"}
 
 
-def test_topics_reads_partition_views_of_plain_tuples_the_gc_does_not_track():
+def test_topics_reads_partition_views_of_columns_the_gc_does_not_scan_per_partition():
     view = fold(scenario(), at_offset=18)
     pv = view.topics["t"][0]
     assert type(pv) is PartitionView
@@ -128,8 +128,18 @@ def test_topics_reads_partition_views_of_plain_tuples_the_gc_does_not_track():
     with pytest.raises(TypeError):
         view.topics["t"][0] = pv                       # read-only: the view changes by folding records
     gc.collect()
-    stored = view._partitions["t"][0]
-    assert type(stored) is tuple and not gc.is_tracked(stored)
+    before = len(gc.get_objects())
+    big = fold(scenario(), at_offset=18)
+    for p in range(1, 1000):
+        big.apply(PartitionTransition.make(offset=100 + p, controller_id=0, controller_epoch=1, topic="t",
+                                           partition=p, from_state=NEW, to_state=ONLINE, replicas=(1, 0, 2),
+                                           leader=1, leader_epoch=0, isr=(1, 2), partition_epoch=0,
+                                           recovery_state=0, election=ELECTION_NONE))
+        big.apply(ReplicaTransition.make(offset=2000 + p, controller_id=0, controller_epoch=1, topic="t",
+                                         partition=p, replica=1, from_state=R.NewReplica.byte,
+                                         to_state=R.OnlineReplica.byte))
+    gc.collect()
+    assert len(big.topics["t"]) == 1000 and len(gc.get_objects()) - before < 100   # nothing per partition
 
 
 def test_topic_created_alone_shows_no_partitions():
