@@ -15,6 +15,7 @@ import logging
 
 import numpy as np
 
+from events.columns import DictColumn, ListColumn
 from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
 from statemachines import failures
@@ -96,11 +97,12 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
             continue
         ctx.put_leadership_arrays(ts, parts[rows], leader, leader_epoch, ctx.codes_of_rows(isr), recovery,
                                   version, epoch)
-        isr_tuples = ctx.tuples_of_rows(isr)
-        sm.journal.emit_rows(LeaderAndIsrUpdated, [
-            (ts.name, p, ld, le, i, v, rc, UPDATE_OFFLINE_REPLICA, replica_id)
-            for p, ld, le, i, v, rc in zip(parts[rows].tolist(), leader.tolist(), leader_epoch.tolist(),
-                                             isr_tuples, version.tolist(), recovery.tolist())])
+        n = len(rows)
+        sm.journal.emit_columns(LeaderAndIsrUpdated, topic=DictColumn((ts.name,), np.zeros(n, dtype=np.int32)),
+                                partition=parts[rows], leader=leader, leader_epoch=leader_epoch,
+                                isr=padded_list_column(isr), partition_epoch=version, recovery_state=recovery,
+                                reason=np.full(n, UPDATE_OFFLINE_REPLICA, dtype=np.int32),
+                                replica=np.full(n, replica_id, dtype=np.int32))
     for row, exc in failed_reads + errors:
         sm._log_failed_state_change(replicas[row], curs[row], OFFLINE_REPLICA, exc)
     for row in retry:
@@ -127,51 +129,82 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
                                              {replicas[row]: curs[row] for row in retry})
 
     log_info = sm.trace_transitions and sm._log.is_enabled_for(logging.INFO)
-    tuples = ctx.pool.tuples
-    recipients, req_tps, states, done = [], [], [], []
+    matrix = ctx.pool.matrix()
     for ts, parts, start, rows in updated_rows:
         if not len(rows):
             continue
         sel = parts[rows]
-        ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
-        rcodes = ctx.assignment_codes(ts, sel).tolist()
-        adding, removing = ts.adding, ts.removing
-        for i, p in enumerate(sel.tolist()):
-            tp = (ts.name, p)
-            replicas_ = tuples[rcodes[i]]
-            isr = tuples[icode[i]]
-            if log_info:
-                sm._log.info(f"Partition {TopicPartition(*tp)} state changed to "
-                             f"(Leader:{leader[i]},ISR:{','.join(map(str, isr))},LeaderRecoveryState:"
-                             f"{'RECOVERED' if rec[i] == 0 else 'RECOVERING'},LeaderEpoch:{le[i]},ZkVersion:{pe[i]},"
-                             f"ControllerEpoch:{ce[i]}) after removing replica {replica_id} from the ISR as part of "
-                             f"transition to OfflineReplica", epoch=epoch)
-            recipients.append([r for r in replicas_ if r != replica_id])
-            req_tps.append(tp)
-            states.append((ce[i], leader[i], le[i], isr, pe[i], replicas_, adding.get(p, ()), removing.get(p, ()),
-                           rec[i]))
-            done.append((ts.name, p, replica_id))
-    cur_of_row = np.asarray(curs, dtype=np.uint8)
-    done_curs = cur_of_row[np.concatenate([start + rows for _, _, start, rows in updated_rows])].tolist()
+        if log_info:
+            _log_isr_removals(sm, ts, sel, replica_id)
+        recipients = matrix[ctx.assignment_codes(ts, sel)]
+        batch.add_leader_and_isr_columns(ts, sel, np.where(recipients == replica_id, -1, recipients), False)
     for tp, info in later.items():
         if log_info:
             sm._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after removing replica "
                          f"{replica_id} from the ISR as part of transition to OfflineReplica", epoch=epoch)
-        lai = info.leader_and_isr
         full = ctx.partition_full_replica_assignment(tp)
-        recipients.append([r for r in full.replicas if r != replica_id])
-        req_tps.append(tp)
-        states.append((info.controller_epoch, lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch,
-                       full.replicas, full.adding_replicas, full.removing_replicas, lai.recovery_state))
-        rep = (tp[0], tp[1], replica_id)
-        done.append(rep)
-        done_curs.append(ctx.replica_state(rep))
-    batch.add_leader_and_isr_requests(recipients, req_tps, states, False, update_metadata_of(
-        batch, [(ts, parts[rows]) for ts, parts, _, rows in updated_rows]))
+        batch.add_leader_and_isr_request_for_brokers([r for r in full.replicas if r != replica_id], tp, info, full,
+                                                     False)
 
     # ReplicaTransition records (Kafka's logSuccessfulTransition) and the new states, in the results' order.
-    sm._succeed(done, done_curs, OFFLINE_REPLICA)
+    cur_of_row = np.asarray(curs, dtype=np.uint8)
+    done = [(ts, parts[rows], cur_of_row[start + rows]) for ts, parts, start, rows in updated_rows if len(rows)]
+    for tp in later:
+        ts = ctx.topics[tp[0]]
+        p = np.array([tp[1]], dtype=np.int64)
+        done.append((ts, p, np.array([ctx.replica_state((tp[0], tp[1], replica_id))], dtype=np.uint8)))
+    transitions_columns(sm, replica_id, done, OFFLINE_REPLICA)
     return True
+
+
+def padded_list_column(m: np.ndarray) -> ListColumn:
+    """The rows of a -1 padded int matrix as an int tuple column (each row's ids >= 0, in order)."""
+    keep = m >= 0
+    offsets = np.zeros(len(m) + 1, dtype=np.int64)
+    np.cumsum(keep.sum(axis=1), out=offsets[1:])
+    return ListColumn(offsets, m[keep])
+
+
+def _log_isr_removals(sm, ts, sel: np.ndarray, replica_id: int) -> None:
+    """Kafka's info line for each partition whose ISR lost ``replica_id`` (trace_transitions only)."""
+    ctx = sm.context
+    tuples = ctx.pool.tuples
+    ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
+    for i, p in enumerate(sel.tolist()):
+        sm._log.info(f"Partition {TopicPartition(ts.name, p)} state changed to "
+                     f"(Leader:{leader[i]},ISR:{','.join(map(str, tuples[icode[i]]))},LeaderRecoveryState:"
+                     f"{'RECOVERED' if rec[i] == 0 else 'RECOVERING'},LeaderEpoch:{le[i]},ZkVersion:{pe[i]},"
+                     f"ControllerEpoch:{ce[i]}) after removing replica {replica_id} from the ISR as part of "
+                     f"transition to OfflineReplica", epoch=ctx.epoch)
+
+
+def transitions_columns(sm, replica_id: int, done: list, target: int) -> None:
+    """``ReplicaStateMachine._succeed`` for replicas of broker ``replica_id`` given as ``done`` = [(topic columns,
+    partitions, current states)] in order: ReplicaTransition records as one columnar batch, and the new states."""
+    if not done:
+        return
+    ctx = sm.context
+    topics = [ts.name for ts, _, _ in done]
+    codes = np.repeat(np.arange(len(done), dtype=np.int32), [len(p) for _, p, _ in done])
+    parts = np.concatenate([p for _, p, _ in done])
+    cur = np.concatenate([c for _, _, c in done])
+    n = len(parts)
+    if len(set(topics)) == len(topics):
+        topic = DictColumn(tuple(topics), codes)
+    else:
+        names = list(dict.fromkeys(topics))
+        index = np.array([names.index(t) for t in topics], dtype=np.int32)
+        topic = DictColumn(tuple(names), index[codes])
+    sm.journal.emit_columns(ReplicaTransition, topic=topic, partition=parts,
+                            replica=np.full(n, replica_id, dtype=np.int32), from_state=cur,
+                            to_state=np.full(n, target, dtype=np.uint8))
+    if sm.trace_transitions and sm._log.is_enabled_for(logging.DEBUG):
+        for t, p, c in zip(np.array(topics, dtype=object)[codes].tolist(), parts.tolist(), cur.tolist()):
+            sm._log.debug(f"Changed state of replica {replica_id} for partition {t}-{p} from {REPLICA_BY_BYTE[c]} "
+                          f"to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
+    for ts, p, _ in done:
+        cols, _ = ctx.replica_states_array(ts, p, replica_id)
+        ctx.put_replica_states_array(ts, p, cols, target)
 
 
 def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], target: int) -> bool:
