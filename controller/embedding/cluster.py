@@ -17,10 +17,14 @@ import hashlib
 import random
 from collections.abc import Callable, Iterable, Mapping
 
+import numpy as np
 import structlog
 
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
+from controller.embedding.broker_columns import (
+    L_EPOCH, L_ISR, L_LEADER, L_PARTITION_EPOCH, BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s,
+)
 from controller.embedding.snapshot_state import cluster_state
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, KAFKA_STORAGE_ERROR, NONE, PREFERRED, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH,
@@ -30,12 +34,14 @@ from controller.controller_events import (
 )
 from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
+from controller.partition_errors import PartitionErrors
 from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
 from controller.store.zookeeper import NodeExistsError, ZooKeeper
+from events.columns import ColumnBatch
 from events.journal import Journal
 from events.records import (
-    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE, UPDATE_ISR_NOTIFICATION,
+    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, UPDATE_ISR_NOTIFICATION,
     AlterPartitionRequested, BrokerKilled, BrokerModified, BrokerSessionExpired, BrokerStarted, BrokerStopped,
     ClockAdvanced, ClusterCreated, ClusterSnapshot, ConfigChanged, ControlledShutdownRequested, IsrChangeNotified,
     LeaderAndIsrUpdated, LeaderElectionRequested, LogDirFailed, PartitionsAdded, ReassignmentRequested, StateDigest,
@@ -82,11 +88,15 @@ class BrokerServer:
         self.zk: KafkaZkClient | None = None
         self.controller: KafkaController | None = None
         self.broker_epoch = -1
-        # What the broker knows from controllers.
+        # What the broker knows from controllers, as columns (broker_columns); the brokers of a cluster
+        # share topic ids, tuple pools and the UpdateMetadata caches they hold alike.
+        self._columns = shared = cluster.__dict__.get("_broker_columns")
+        if shared is None:
+            self._columns = shared = cluster._broker_columns = BrokerColumns()
         self.controller_epoch = 0
-        self.leader_and_isr: dict[tuple, tuple] = {}   # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
-        self._metadata: dict[tuple, tuple] = {}        # UpdateMetadata cache: (topic, p) -> UpdateMetadataPartition
-        self._pending_metadata: list[tuple] = []        # UpdateMetadata partition records not merged yet
+        # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
+        self.leader_and_isr: LeaderAndIsrTable = LeaderAndIsrTable(shared)
+        self._metadata_image: MetadataImage = shared.empty_image   # the UpdateMetadata cache
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                # (api, controller_id, controller_epoch, error)
         self.log_dirs: tuple[str, ...] = cluster.config.log_dirs
@@ -96,19 +106,10 @@ class BrokerServer:
         self.offline_partitions: set[tuple] = set()    # HostedPartition.Offline: replicas in a failed log dir
 
     @property
-    def metadata(self) -> dict[tuple, tuple]:
-        """The broker's metadata cache: (topic, partition) -> the UpdateMetadataPartition it holds."""
-        if self._pending_metadata:
-            keys = self.cluster._partition_keys
-            for partitions in self._pending_metadata:
-                metadata = self._metadata
-                metadata.update(zip(keys(partitions), partitions))
-                for p in partitions:
-                    if p.leader == LEADER_DURING_DELETE:
-                        # ZkMetadataCache.updateMetadata: a partition being deleted leaves the cache.
-                        metadata.pop((p.topic, p.partition), None)
-            self._pending_metadata.clear()
-        return self._metadata
+    def metadata(self) -> MetadataView:
+        """The broker's metadata cache: (topic, partition) -> the UpdateMetadataPartition it holds (a read-only
+        Mapping over the cache as it is now)."""
+        return MetadataView(self._columns, self._metadata_image)
 
     def start(self) -> None:
         c = self.cluster
@@ -183,9 +184,10 @@ class BrokerServer:
         """Handle a request from a controller; returns the request's error."""
         return self.answer(request)[0]
 
-    def answer(self, request: BrokerRequest) -> tuple[str, dict]:
+    def answer(self, request: BrokerRequest) -> tuple[str, Mapping]:
         """Handle a request from a controller: the request's error and its per-partition errors
-        ({(topic, partition): error}, for LeaderAndIsr and StopReplica)."""
+        ({(topic, partition): error}, for LeaderAndIsr and StopReplica; a PartitionErrors for a columnar
+        request)."""
         if request.controller_epoch < self.controller_epoch:
             self.rejected.append((request.api, request.controller_id, request.controller_epoch,
                                   STALE_CONTROLLER_EPOCH))
@@ -194,44 +196,99 @@ class BrokerServer:
             self.rejected.append((request.api, request.controller_id, request.controller_epoch, STALE_BROKER_EPOCH))
             return STALE_BROKER_EPOCH, {}
         self.controller_epoch = request.controller_epoch
-        errors: dict = {}
+        partitions = request.partitions
+        # Offline log directories and replica placement over several directories are per-partition questions.
+        columnar = type(partitions) is ColumnBatch and len(self.log_dirs) < 2 and not self.offline_partitions
         if request.api == API_LEADER_AND_ISR:
-            offline = self.offline_partitions
-            track = len(self.log_dirs) > 1
-            for p in request.partitions:
-                tp = (p.topic, p.partition)
-                if offline and tp in offline:
-                    errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline
-                    continue
-                cur = self.leader_and_isr.get(tp)
-                if cur is None or p.leader_epoch > cur[1]:
-                    if track and tp not in self.replica_dirs and not self._create_log(tp, p.is_new):
-                        offline.add(tp)  # makeLeaders/makeFollowers: KafkaStorageException -> markPartitionOffline
-                        errors[tp] = KAFKA_STORAGE_ERROR
-                        continue
-                    self.leader_and_isr[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
-                    errors[tp] = NONE
-                else:
-                    errors[tp] = STALE_CONTROLLER_EPOCH  # not a newer leader epoch: ignored
-        elif request.api == API_UPDATE_METADATA:
+            errors = self._leader_and_isr_columns(partitions) if columnar else None
+            return NONE, (errors if errors is not None else self._leader_and_isr_records(partitions))
+        if request.api == API_UPDATE_METADATA:
             self.live_brokers = request.live_brokers
-            if request.partitions:
-                # Merged into the cache when someone reads it: the records are shared by every broker.
-                self._pending_metadata.append(self.cluster._shared_partitions(request.partitions))
-        elif request.api == API_STOP_REPLICA:
-            offline = self.offline_partitions
-            for p in request.partitions:
-                tp = (p.topic, p.partition)
-                if offline and tp in offline:
-                    errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline: not stopped, not deleted
+            if len(partitions):
+                self._metadata_image = self._columns.apply_metadata(
+                    self._metadata_image, self.cluster._shared_partitions(partitions))
+            return NONE, {}
+        if request.api == API_STOP_REPLICA:
+            if columnar:
+                return NONE, self._stop_replica_columns(partitions)
+            return NONE, self._stop_replica_records(partitions)
+        return NONE, {}
+
+    def _leader_and_isr_columns(self, batch: ColumnBatch) -> PartitionErrors | None:
+        """LeaderAndIsr as arrays: a state is applied where the broker has none for the partition or the
+        leader epoch is newer, else the partition's error is STALE_CONTROLLER_EPOCH. None when the request
+        names a partition twice (the records then go one by one)."""
+        shared = self._columns
+        keys = shared.batch_keys(batch)
+        n = len(keys)
+        if n > 1 and not bool(np.all(keys[1:] > keys[:-1])) and len(np.unique(keys)) != n:
+            return None
+        rows = np.empty((n, 4), dtype=np.int32)
+        rows[:, L_LEADER] = int32s("leader", batch.column("leader"))
+        rows[:, L_EPOCH] = int32s("leader_epoch", batch.column("leader_epoch"))
+        rows[:, L_ISR] = shared.tuple_codes(batch.column("isr"))
+        rows[:, L_PARTITION_EPOCH] = int32s("partition_epoch", batch.column("partition_epoch"))
+        applied = self.leader_and_isr.apply_newer(keys, rows[:, L_EPOCH], rows)
+        return PartitionErrors(batch.column("topic"), batch.column("partition"),
+                               (~applied).view(np.uint8), _LEADER_AND_ISR_ERRORS)
+
+    def _leader_and_isr_records(self, partitions) -> dict:
+        """LeaderAndIsr one partition state at a time (the reference for the columnar path; offline log
+        directories; replica placement over several log directories)."""
+        errors: dict = {}
+        offline = self.offline_partitions
+        track = len(self.log_dirs) > 1
+        held = self.leader_and_isr
+        applied: dict = {}
+        for p in partitions:
+            tp = (p.topic, p.partition)
+            if offline and tp in offline:
+                errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline
+                continue
+            cur = applied.get(tp)
+            if cur is None:
+                cur = held.get(tp)
+            if cur is None or p.leader_epoch > cur[1]:
+                if track and tp not in self.replica_dirs and not self._create_log(tp, p.is_new):
+                    offline.add(tp)  # makeLeaders/makeFollowers: KafkaStorageException -> markPartitionOffline
+                    errors[tp] = KAFKA_STORAGE_ERROR
                     continue
-                if p.delete_partition:
-                    self.leader_and_isr.pop(tp, None)
-                    d = self.replica_dirs.pop(tp, None)
-                    if d is not None:
-                        self.dir_counts[d] -= 1
+                applied[tp] = (p.leader, p.leader_epoch, p.isr, p.partition_epoch)
                 errors[tp] = NONE
-        return NONE, errors
+            else:
+                errors[tp] = STALE_CONTROLLER_EPOCH  # not a newer leader epoch: ignored
+        held.update(applied)
+        return errors
+
+    def _stop_replica_columns(self, batch: ColumnBatch) -> PartitionErrors:
+        """StopReplica as arrays: delete_partition drops the partitions' LeaderAndIsr state."""
+        deleted = np.asarray(batch.column("delete_partition"), dtype=bool)
+        if deleted.any():
+            self.leader_and_isr.remove(self._columns.batch_keys(batch)[deleted])
+        return PartitionErrors.uniform(batch.column("topic"), batch.column("partition"), NONE)
+
+    def _stop_replica_records(self, partitions) -> dict:
+        errors: dict = {}
+        offline = self.offline_partitions
+        deleted = []
+        for p in partitions:
+            tp = (p.topic, p.partition)
+            if offline and tp in offline:
+                errors[tp] = KAFKA_STORAGE_ERROR  # HostedPartition.Offline: not stopped, not deleted
+                continue
+            if p.delete_partition:
+                deleted.append(tp)
+                d = self.replica_dirs.pop(tp, None)
+                if d is not None:
+                    self.dir_counts[d] -= 1
+            errors[tp] = NONE
+        if deleted:
+            key = self._columns.key
+            self.leader_and_isr.remove(np.array([k for k in map(key, deleted) if k is not None], dtype=np.int64))
+        return errors
+
+
+_LEADER_AND_ISR_ERRORS = (NONE, STALE_CONTROLLER_EPOCH)
 
 
 class Cluster:
@@ -628,11 +685,11 @@ class Cluster:
             if steps > MAX_SETTLE_STEPS:
                 raise ClusterError("the cluster did not settle: events keep coming")
 
-    def _shared_partitions(self, partitions: tuple) -> tuple:
-        """One tuple of a request's partition records for all the brokers it was sent to (each request
-        carries its own tuple of the same records): the brokers keep that one, so that their pending
-        metadata does not multiply the references the cyclic GC walks by the number of brokers."""
-        if not partitions:
+    def _shared_partitions(self, partitions):
+        """One object for a request's partitions for all the brokers it was sent to: a columnar batch is
+        sent to all as it is; a tuple of records may be one tuple per request (of the same records), and
+        the brokers share their UpdateMetadata results by the identity of what they applied."""
+        if not partitions or type(partitions) is not tuple:
             return partitions
         key = id(partitions[0])   # the cache entry keeps that record alive: the id stays its own
         entry = self._keys_cache.get(key)
@@ -642,23 +699,17 @@ class Cluster:
                 self._keys_cache.pop(next(iter(self._keys_cache)))
         return entry[0]
 
-    def _partition_keys(self, partitions: tuple) -> list[tuple]:
-        """(topic, partition) of each partition record, computed once per request for all its brokers."""
-        key = id(partitions[0]) if partitions else None
-        entry = self._keys_cache.get(key)
-        if entry is None or entry[0] is not partitions:
-            return [(p.topic, p.partition) for p in partitions]
-        if entry[1] is None:
-            entry = self._keys_cache[key] = (partitions, [(p.topic, p.partition) for p in partitions])
-        return entry[1]
-
     def _deliver(self, request: BrokerRequest) -> BrokerResponse | None:
         server = self.brokers.get(request.broker_id)
         if server is None or not server.alive:
             return None
         error, errors = server.answer(request)
         if error != NONE and request.api == API_STOP_REPLICA:
-            errors = {(p.topic, p.partition): error for p in request.partitions}
+            partitions = request.partitions
+            if type(partitions) is ColumnBatch:
+                errors = PartitionErrors.uniform(partitions.column("topic"), partitions.column("partition"), error)
+            else:
+                errors = {(p.topic, p.partition): error for p in partitions}
         return BrokerResponse(request.api, request.broker_id, request.correlation_id, error, errors)
 
     def _carry_out(self, rec) -> object:

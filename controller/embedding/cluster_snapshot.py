@@ -7,14 +7,22 @@ metadata it accepted from controllers and its controller (context, handlers, cor
 ``restore_cluster`` rebuilds a Cluster that carries on exactly as the original would have: the
 same actions then write the same records, byte for byte (tests check it).
 
-The payload of the ClusterSnapshot record is msgpack of a map with these keys: ``format`` (1),
-``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng`` (Python's
-``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
+The payload of the ClusterSnapshot record is msgpack of a map with these keys: ``format`` (2; format 1
+is still read), ``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng``
+(Python's ``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
 ``view`` (a ClusterView snapshot), ``zk`` (``ZooKeeper.to_dict()``), ``admin`` ([session id,
-registered session id]), ``brokers`` (one array per broker, see ``_broker_state``),
-``metadata_records`` (the UpdateMetadata partition records the brokers cache, each stored once) and
-``log_dirs`` (optional: ``[broker id, offline dirs, [[topic, partition], dir] of each placed replica,
-offline [topic, partition]s]`` of each broker that placed replicas or lost a log directory).
+registered session id]), ``brokers`` (one array per broker, see ``snapshot_state._broker_state``),
+``metadata_caches`` (the brokers' UpdateMetadata caches, each stored once; a broker names its own by
+index) and ``log_dirs`` (optional: ``[broker id, offline dirs, [[topic, partition], dir] of each placed
+replica, offline [topic, partition]s]`` of each broker that placed replicas or lost a log directory).
+
+A broker's LeaderAndIsr state and a metadata cache are columns (``broker_columns.table_state`` and
+``image_state``): the topic names, then msgpack bins of little-endian arrays with a row per
+partition in (topic, partition) order — the topic's index (i4), the partition (i4), for a cache the
+record offset (i8), and an i4 matrix of the state's fields, where tuples (ISRs, replica lists) and
+record headers are indexes into lists stored after the arrays. Format 1 stored the LeaderAndIsr
+state as ``[[topic, partition], [leader, leader_epoch, isr, partition_epoch]]`` pairs and each cache
+as indexes into ``metadata_records``, a record batch of the UpdateMetadata partition records.
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from collections.abc import Callable
 import msgpack
 
 from controller.config import KafkaConfig
+from controller.embedding.broker_columns import LeaderAndIsrTable, MetadataImage, image_from_state, table_from_state
 from controller.embedding.cluster import BrokerServer, Cluster
 from controller.embedding.snapshot_state import FORMAT, cluster_state
 from controller.kafka_controller import KafkaController
@@ -32,7 +41,9 @@ from controller.store.zookeeper import ZooKeeper
 from events.codec import decode_batch
 from statemachines.cluster_view import ClusterView
 
-__all__ = ["FORMAT", "cluster_state", "restore_cluster"]
+__all__ = ["FORMAT", "READABLE_FORMATS", "cluster_state", "restore_cluster"]
+
+READABLE_FORMATS = (1, FORMAT)
 
 
 def _set_rng_state(rng: random.Random, state: list) -> None:
@@ -43,8 +54,10 @@ def _set_rng_state(rng: random.Random, state: list) -> None:
 def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = None) -> Cluster:
     """A cluster that continues from the snapshot ``data`` (the payload of a ClusterSnapshot record)."""
     state = msgpack.unpackb(data, raw=False, strict_map_key=False)
-    if state.get("format") != FORMAT:
-        raise ValueError(f"cluster snapshot format {state.get('format')!r}; this version reads {FORMAT}")
+    version = state.get("format")
+    if version not in READABLE_FORMATS:
+        raise ValueError(f"cluster snapshot format {version!r}; this version reads "
+                         f"{', '.join(map(str, READABLE_FORMATS))}")
     configs = dict(state["configs"])
     cluster = Cluster(configs=configs, seed=state["seed"], sink=sink, start_time_ms=state["now"],
                       record_creation=False)
@@ -58,7 +71,7 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
     cluster.admin._registered_session_id = admin_registered
     # The journal's tee holds the cluster's own view object: fill that one in.
     cluster.view.__dict__.update(vars(ClusterView.from_snapshot(state["view"])))
-    metadata_records = decode_batch(state["metadata_records"])
+    caches = _BrokerCaches(state, version)
     for (broker_id, host, port, rack, alive, broker_epoch, session_id, registered, controller_state,
          controller_epoch, leader_and_isr, metadata, live_brokers, rejected) in state["brokers"]:
         server = BrokerServer(cluster, broker_id, host, port, rack)
@@ -76,8 +89,8 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
         else:
             server.controller.event_manager.close()
         server.controller_epoch = controller_epoch
-        server.leader_and_isr = {tuple(tp): (v[0], v[1], tuple(v[2]), v[3]) for tp, v in leader_and_isr}
-        server._metadata = {(r.topic, r.partition): r for r in (metadata_records[i] for i in metadata)}
+        server.leader_and_isr = caches.leader_and_isr(server, leader_and_isr)
+        server._metadata_image = caches.metadata(server, metadata)
         server.live_brokers = tuple(live_brokers)
         server.rejected = [tuple(r) for r in rejected]
     for broker_id, offline_dirs, replica_dirs, offline_partitions in state.get("log_dirs", ()):
@@ -90,3 +103,35 @@ def restore_cluster(data: bytes, *, sink: Callable[[tuple], object] | None = Non
         server.offline_partitions = {tuple(tp) for tp in offline_partitions}
     cluster.journal.restore(state["next_offset"], state["cause_offset"], state["now"])
     return cluster
+
+
+class _BrokerCaches:
+    """The brokers' LeaderAndIsr states and metadata caches of a snapshot, in its format; brokers that
+    shared a cache share it again."""
+
+    def __init__(self, state: dict, version: int):
+        self.version = version
+        self.images: dict = {}
+        if version == 1:
+            self.records = decode_batch(state["metadata_records"])
+        else:
+            self.caches = state["metadata_caches"]
+
+    def leader_and_isr(self, server: BrokerServer, state):
+        if self.version == 1:
+            table = LeaderAndIsrTable(server._columns)
+            table.update({tuple(tp): (v[0], v[1], tuple(v[2]), v[3]) for tp, v in state})
+            return table
+        return table_from_state(server._columns, state)
+
+    def metadata(self, server: BrokerServer, ref) -> MetadataImage:
+        key = tuple(ref) if self.version == 1 else ref
+        image = self.images.get(key)
+        if image is None:
+            shared = server._columns
+            if self.version == 1:
+                image = shared.empty_image.with_records(shared, [self.records[i] for i in ref])
+            else:
+                image = image_from_state(shared, self.caches[ref])
+            self.images[key] = image
+        return image

@@ -11,33 +11,33 @@ from typing import TYPE_CHECKING
 
 import msgpack
 
-from events.codec import encode_batch
+from controller.embedding.broker_columns import image_state, table_state
 
 if TYPE_CHECKING:
     from controller.embedding.cluster import BrokerServer, Cluster
 
-FORMAT = 1
+FORMAT = 2
+
+
 def _rng_state(rng: random.Random) -> list:
     version, internal, gauss = rng.getstate()
     return [version, list(internal), gauss]
 
 
-def _broker_state(server: BrokerServer, shared: dict[int, int], records: list) -> list:
-    """One broker; its metadata cache is a list of indexes into ``records``, which every broker shares
-    (they cache the same UpdateMetadata records: storing them once keeps snapshots small)."""
-    indexes = []
-    for rec in server.metadata.values():
-        i = shared.get(id(rec))
-        if i is None:
-            i = shared[id(rec)] = len(records)
-            records.append(rec)
-        indexes.append(i)
+def _broker_state(server: BrokerServer, images: dict[int, int], out: list) -> list:
+    """One broker; its metadata cache is an index into ``out``, the caches of all brokers, each stored once
+    (brokers that were sent the same UpdateMetadata requests hold the same cache object)."""
+    image = server._metadata_image
+    i = images.get(id(image))
+    if i is None:
+        i = images[id(image)] = len(out)
+        out.append(image_state(server._columns, image))
     zk = server.zk
     return [server.broker_id, server.host, server.port, server.rack, server.alive, server.broker_epoch,
             zk.session_id, zk._registered_session_id,
             server.controller.to_state() if server.alive else None,
-            server.controller_epoch, sorted([list(tp), list(v)] for tp, v in server.leader_and_isr.items()),
-            indexes, list(server.live_brokers), [list(r) for r in server.rejected]]
+            server.controller_epoch, table_state(server.leader_and_isr),
+            i, list(server.live_brokers), [list(r) for r in server.rejected]]
 
 
 def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
@@ -57,10 +57,10 @@ def cluster_state(cluster: Cluster, *, next_offset: int | None = None) -> bytes:
         "zk": cluster.zk.to_dict(),
         "admin": [cluster.admin.session_id, cluster.admin._registered_session_id],
     }
-    shared: dict[int, int] = {}
-    records: list = []
-    state["brokers"] = [_broker_state(cluster.brokers[b], shared, records) for b in sorted(cluster.brokers)]
-    state["metadata_records"] = encode_batch(records)
+    images: list = []
+    ids: dict[int, int] = {}
+    state["brokers"] = [_broker_state(cluster.brokers[b], ids, images) for b in sorted(cluster.brokers)]
+    state["metadata_caches"] = images
     log_dirs = [_log_dir_state(cluster.brokers[b]) for b in sorted(cluster.brokers)]
     state["log_dirs"] = [s for s in log_dirs if s is not None]
     return msgpack.packb(state, use_bin_type=True)

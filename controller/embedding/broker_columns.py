@@ -1,0 +1,726 @@
+"""What the in-process brokers know from controllers, as columns (``BrokerServer`` in ``cluster``).
+
+Two structures, no Python object per partition:
+
+* :class:`LeaderAndIsrTable` — one broker's LeaderAndIsr state, (topic, partition) -> (leader,
+  leader_epoch, isr, partition_epoch): a sorted int64 key per partition (topic id << 32 | partition)
+  and an int32 row (leader, leader_epoch, isr code, partition_epoch). A broker holds the partitions it
+  hosts, a tenth of the cluster at RF 3 on 30 brokers: sparse, so sorted keys rather than a slot per
+  partition. The topic ids of a cluster are given in the order the brokers first see the topics, so
+  a new topic's keys come after every key a table holds and its partitions are appended.
+* :class:`MetadataImage` — an UpdateMetadata cache (every partition of the cluster, on every broker):
+  per topic an int32 matrix with a row per partition id (header code, brokers, state_controller_epoch,
+  leader, leader_epoch, isr, partition_epoch, replicas, offline_replicas; the tuples as codes) and the
+  record offsets. An image is never changed once built: applying a request builds the next image,
+  copying only the topics it touches. All brokers get the same UpdateMetadata requests, so
+  :meth:`BrokerColumns.apply_metadata` builds the next image once and hands the same object to every
+  broker whose cache was the same image.
+
+The tuples (ISRs, replica lists, the recipients of an UpdateMetadata) and record headers live in
+pools shared by the brokers of a cluster (:class:`BrokerColumns`); their codes never leave this
+module. Both structures read as Mappings (:class:`MetadataView` builds the UpdateMetadataPartition
+records on access) and iterate in (topic, partition) order, whatever the order of the requests.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import ItemsView, Iterator, Mapping, MutableMapping, ValuesView
+
+import numpy as np
+
+from events.columns import ColumnBatch, ListColumn
+from events.records import LEADER_DURING_DELETE, UpdateMetadataPartition
+
+__all__ = ["BrokerColumns", "LeaderAndIsrTable", "MetadataImage", "MetadataView"]
+
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+_PART_BITS = 32
+_PART_MASK = (1 << _PART_BITS) - 1
+
+# MetadataImage row columns.
+HDR, BROKERS, SCE, LEADER, LEADER_EPOCH, ISR, PARTITION_EPOCH, REPLICAS, OFFLINE = range(9)
+META_WIDTH = 9
+TUPLE_COLUMNS = (BROKERS, ISR, REPLICAS, OFFLINE)
+# LeaderAndIsrTable row columns.
+L_LEADER, L_EPOCH, L_ISR, L_PARTITION_EPOCH = range(4)
+
+_UMP_KIND = UpdateMetadataPartition.KIND
+_new = tuple.__new__
+
+
+def int32s(name: str, values) -> np.ndarray:
+    """``values`` as int32, or a ValueError naming the field when one does not fit (Kafka's fields are int32)."""
+    a = np.asarray(values)
+    if a.dtype != np.int32:
+        if a.size and a.dtype.kind in "iu" and (int(a.min()) < _I32_MIN or int(a.max()) > _I32_MAX):
+            raise ValueError(f"{name}: values outside the int32 range (min {int(a.min())}, max {int(a.max())})")
+        if a.size and a.dtype.kind not in "iu":
+            raise ValueError(f"{name}: expected ints, got dtype {a.dtype}")
+        a = a.astype(np.int32)
+    return a
+
+
+def _partitions(values) -> np.ndarray:
+    a = np.asarray(values)
+    if a.size and (a.dtype.kind not in "iu" or int(a.min()) < 0 or int(a.max()) > _I32_MAX):
+        raise ValueError(f"partition ids must be ints in 0..{_I32_MAX}")
+    return a.astype(np.int64)
+
+
+class _Pool:
+    """Distinct hashable values under dense int codes, in the order they were first given."""
+
+    __slots__ = ("items", "codes")
+
+    def __init__(self, first=None):
+        self.items: list = []
+        self.codes: dict = {}
+        if first is not None:
+            self.code(first)
+
+    def code(self, item) -> int:
+        c = self.codes.get(item)
+        if c is None:
+            c = self.codes[item] = len(self.items)
+            self.items.append(item)
+        return c
+
+
+class BrokerColumns:
+    """What the brokers of one cluster share: topic ids, the tuple and header pools, and the cache of
+    UpdateMetadata results (the image each (image, request) pair led to)."""
+
+    def __init__(self):
+        self.topic_ids: dict[str, int] = {}
+        self.topic_names: list[str] = []
+        self.tuples = _Pool(())
+        self.headers = _Pool()
+        self.empty_image = MetadataImage({}, 0)
+        self._rank: np.ndarray | None = None      # topic id -> rank of its name
+        self._applied: dict[tuple, tuple] = {}    # (id(image), id(partitions)) -> (image ref, partitions, result ref)
+        self._updates: dict[int, tuple] = {}      # id(batch) -> (batch, normalised update)
+
+    # --- topics -----------------------------------------------------------------------------------
+    def topic_id(self, name: str) -> int:
+        t = self.topic_ids.get(name)
+        if t is None:
+            if type(name) is not str:
+                raise ValueError(f"topic names are strings, got {name!r:.100}")
+            t = self.topic_ids[name] = len(self.topic_names)
+            self.topic_names.append(name)
+            self._rank = None
+        return t
+
+    def key(self, tp: tuple, create: bool = False) -> int | None:
+        """The int64 key of (topic, partition); None for a topic never seen (unless ``create``)."""
+        topic, p = tp
+        t = self.topic_id(topic) if create else self.topic_ids.get(topic)
+        if t is None or type(p) is not int or not 0 <= p <= _I32_MAX:
+            if create:
+                raise ValueError(f"partition ids must be ints in 0..{_I32_MAX}, got {p!r:.50}")
+            return None
+        return t << _PART_BITS | p
+
+    def batch_keys(self, batch: ColumnBatch) -> np.ndarray:
+        """The key of every row of a columnar request."""
+        topic = batch.column("topic")
+        ids = np.fromiter(map(self.topic_id, topic.dictionary), dtype=np.int64, count=len(topic.dictionary))
+        parts = _partitions(batch.column("partition"))
+        if not len(parts):
+            return parts
+        return (ids[topic.codes] << _PART_BITS) | parts
+
+    def name_rank(self) -> np.ndarray:
+        """int64 per topic id: the position of its name among all names (iteration order)."""
+        if self._rank is None or len(self._rank) != len(self.topic_names):
+            order = sorted(range(len(self.topic_names)), key=self.topic_names.__getitem__)
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            self._rank = rank
+        return self._rank
+
+    def sort_keys(self, keys: np.ndarray) -> np.ndarray:
+        """The order of ``keys`` by (topic name, partition)."""
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64)
+        return np.lexsort((keys & _PART_MASK, self.name_rank()[keys >> _PART_BITS]))
+
+    def tps(self, keys: np.ndarray) -> list[tuple]:
+        names = self.topic_names
+        return list(zip(map(names.__getitem__, (keys >> _PART_BITS).tolist()), (keys & _PART_MASK).tolist()))
+
+    # --- tuples -----------------------------------------------------------------------------------
+    def tuple_codes(self, column: ListColumn) -> np.ndarray:
+        """int32 pool code of each tuple of an int tuple column; each distinct tuple is interned once."""
+        offsets = np.asarray(column.offsets, dtype=np.int64)
+        n = len(offsets) - 1
+        if n <= 0:
+            return np.zeros(0, dtype=np.int32)
+        values = np.asarray(column.values)[int(offsets[0]):int(offsets[-1])]
+        offsets = offsets - offsets[0]
+        lengths = np.diff(offsets)
+        code = self.tuples.code
+        width = int(lengths.max())
+        if width == 0:
+            return np.zeros(n, dtype=np.int32)
+        lo, hi = int(values.min()), int(values.max())
+        if int(lengths.min()) == width:
+            m = values.reshape(n, width)
+            if (m == m[0]).all():
+                return np.full(n, code(tuple(m[0].tolist())), dtype=np.int32)
+        else:
+            m = np.full((n, width), lo, dtype=values.dtype)   # (the lengths tell padding from values)
+            rows = np.repeat(np.arange(n), lengths)
+            m[rows, np.arange(len(values)) - offsets[:-1][rows]] = values
+        bits = (hi - lo + 1).bit_length()
+        lbits = width.bit_length()
+        if bits * width + lbits <= 63:
+            key = lengths.astype(np.int64)
+            for j in range(width):
+                key = (key << bits) | (m[:, j].astype(np.int64) - lo)
+            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        else:
+            _, first, inverse = np.unique(np.column_stack([lengths, m]), axis=0, return_index=True,
+                                          return_inverse=True)
+        flat = values.tolist()
+        starts = offsets.tolist()
+        uniq = np.array([code(tuple(flat[starts[i]:starts[i + 1]])) for i in first.tolist()], dtype=np.int32)
+        return uniq[inverse.reshape(-1)]
+
+    def tuple_code(self, t) -> int:
+        return self.tuples.code(tuple(t))
+
+    # --- UpdateMetadata ---------------------------------------------------------------------------
+    def apply_metadata(self, image: MetadataImage, partitions) -> MetadataImage:
+        """The image after ``partitions`` (a ColumnBatch or records of an UpdateMetadata request); the same
+        object for every broker that applies the same request object to the same image."""
+        key = (id(image), id(partitions))
+        hit = self._applied.get(key)
+        if hit is not None and hit[0]() is image and hit[1] is partitions:
+            result = hit[2]()
+            if result is not None:
+                return result
+        if type(partitions) is ColumnBatch:
+            update = self._update_of(partitions)
+            result = image.with_rows(*update) if update is not None else image.with_records(self, partitions.records())
+        else:
+            result = image.with_records(self, partitions)
+        if len(self._applied) >= 8:
+            self._applied.pop(next(iter(self._applied)))
+        self._applied[key] = (weakref.ref(image), partitions, weakref.ref(result))
+        return result
+
+    def _update_of(self, batch: ColumnBatch):
+        """A columnar UpdateMetadata request as (keys, offsets, rows, removed), or None when it names a
+        partition twice (then the records are applied one by one)."""
+        hit = self._updates.get(id(batch))
+        if hit is not None and hit[0] is batch:
+            return hit[1]
+        keys = self.batch_keys(batch)
+        n = len(keys)
+        if n > 1 and not bool(np.all(keys[1:] > keys[:-1])) and len(np.unique(keys)) != n:
+            update = None
+        else:
+            rows = np.empty((n, META_WIDTH), dtype=np.int32)
+            rows[:, HDR] = self.headers.code((batch.v, *batch.header))
+            for c, name in ((BROKERS, "brokers"), (ISR, "isr"), (REPLICAS, "replicas"), (OFFLINE, "offline_replicas")):
+                rows[:, c] = self.tuple_codes(batch.column(name))
+            for c, name in ((SCE, "state_controller_epoch"), (LEADER, "leader"), (LEADER_EPOCH, "leader_epoch"),
+                            (PARTITION_EPOCH, "partition_epoch")):
+                rows[:, c] = int32s(name, batch.column(name))
+            offsets = np.arange(batch.first_offset, batch.first_offset + n, dtype=np.int64)
+            update = (keys, offsets, rows, rows[:, LEADER] == LEADER_DURING_DELETE)
+        if len(self._updates) >= 4:
+            self._updates.pop(next(iter(self._updates)))
+        self._updates[id(batch)] = (batch, update)
+        return update
+
+
+# ---------------------------------------------------------------------------------------------
+# LeaderAndIsr state of one broker
+# ---------------------------------------------------------------------------------------------
+
+class LeaderAndIsrTable(MutableMapping):
+    """One broker's LeaderAndIsr state: (topic, partition) -> (leader, leader_epoch, isr, partition_epoch)."""
+
+    __slots__ = ("_shared", "_keys", "_rows", "_size")
+
+    def __init__(self, shared: BrokerColumns):
+        self._shared = shared
+        self._keys = np.zeros(0, dtype=np.int64)
+        self._rows = np.zeros((0, 4), dtype=np.int32)
+        self._size = 0
+
+    # --- reading ----------------------------------------------------------------------------------
+    def _find(self, key) -> int:
+        if key is None:
+            return -1
+        keys = self._keys[:self._size]
+        i = int(np.searchsorted(keys, key))
+        return i if i < len(keys) and keys[i] == key else -1
+
+    def _value(self, i: int) -> tuple:
+        leader, epoch, isr, pe = self._rows[i].tolist()
+        return leader, epoch, self._shared.tuples.items[isr], pe
+
+    def get(self, tp, default=None):
+        i = self._find(self._shared.key(tp))
+        return default if i < 0 else self._value(i)
+
+    def __getitem__(self, tp) -> tuple:
+        i = self._find(self._shared.key(tp))
+        if i < 0:
+            raise KeyError(tp)
+        return self._value(i)
+
+    def __contains__(self, tp) -> bool:
+        return self._find(self._shared.key(tp)) >= 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def _order(self) -> np.ndarray:
+        return self._shared.sort_keys(self._keys[:self._size])
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._shared.tps(self._keys[:self._size][self._order()]))
+
+    def _pairs(self) -> list[tuple]:
+        order = self._order()
+        rows = self._rows[:self._size][order]
+        tuples = self._shared.tuples.items
+        values = zip(rows[:, L_LEADER].tolist(), rows[:, L_EPOCH].tolist(),
+                     map(tuples.__getitem__, rows[:, L_ISR].tolist()), rows[:, L_PARTITION_EPOCH].tolist())
+        return list(zip(self._shared.tps(self._keys[:self._size][order]), values))
+
+    def items(self) -> ItemsView:
+        return _Items(self)
+
+    def values(self) -> ValuesView:
+        return _Values(self)
+
+    def columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, rows) in (topic, partition) order: copies."""
+        order = self._order()
+        return self._keys[:self._size][order], self._rows[:self._size][order]
+
+    # --- writing ----------------------------------------------------------------------------------
+    def __setitem__(self, tp, value) -> None:
+        self.update({tp: value})
+
+    def __delitem__(self, tp) -> None:
+        i = self._find(self._shared.key(tp))
+        if i < 0:
+            raise KeyError(tp)
+        self._delete(np.array([i]))
+
+    def clear(self) -> None:
+        self._size = 0
+
+    def update(self, other=(), **kw) -> None:
+        """Many states at once (a dict, or (tp, state) pairs; later ones win)."""
+        if kw:
+            raise TypeError("LeaderAndIsrTable keys are (topic, partition) tuples")
+        items = dict(other.items() if isinstance(other, Mapping) else other)
+        if not items:
+            return
+        shared = self._shared
+        keys = np.fromiter((shared.key(tp, create=True) for tp in items), dtype=np.int64, count=len(items))
+        try:
+            rows = np.array([(leader, epoch, shared.tuple_code(isr), pe) for leader, epoch, isr, pe in items.values()],
+                            dtype=np.int64).reshape(-1, 4)
+        except (TypeError, ValueError):
+            raise ValueError("a LeaderAndIsr state is (leader, leader_epoch, isr tuple, partition_epoch)") from None
+        self.upsert(keys, int32s("LeaderAndIsr state", rows))
+
+    def upsert(self, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Set the rows of distinct ``keys``."""
+        order = np.argsort(keys, kind="stable")
+        keys, rows = keys[order], rows[order]
+        pos, found = self._lookup(keys)
+        self._rows[pos[found]] = rows[found]
+        self._insert(pos[~found], keys[~found], rows[~found])
+
+    def apply_newer(self, keys: np.ndarray, leader_epochs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """LeaderAndIsr partition states, ``keys`` distinct: each is applied when the broker has no state
+        for its partition or its leader epoch is greater than the one held. Returns which were applied."""
+        n = len(keys)
+        if n > 1 and bool(np.all(keys[1:] > keys[:-1])):
+            order = None
+        else:
+            order = np.argsort(keys, kind="stable")
+            keys, leader_epochs, rows = keys[order], leader_epochs[order], rows[order]
+        pos, found = self._lookup(keys)
+        applied = ~found
+        at = pos[found]
+        applied[found] = leader_epochs[found] > self._rows[at, L_EPOCH]
+        update = found & applied
+        self._rows[pos[update]] = rows[update]
+        self._insert(pos[~found], keys[~found], rows[~found])
+        if order is None:
+            return applied
+        out = np.empty(n, dtype=bool)
+        out[order] = applied
+        return out
+
+    def remove(self, keys: np.ndarray) -> None:
+        """Drop the states of ``keys`` (those it holds)."""
+        if not len(keys) or not self._size:
+            return
+        keys = np.unique(keys)
+        pos, found = self._lookup(keys)
+        if found.any():
+            self._delete(pos[found])
+
+    def _lookup(self, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        held = self._keys[:self._size]
+        pos = np.searchsorted(held, sorted_keys)
+        found = pos < len(held)
+        found[found] = held[pos[found]] == sorted_keys[found]
+        return pos, found
+
+    def _insert(self, pos: np.ndarray, keys: np.ndarray, rows: np.ndarray) -> None:
+        """Insert sorted new ``keys`` before positions ``pos``; at the end (new topics) in amortised O(new)."""
+        m = len(keys)
+        if not m:
+            return
+        size = self._size
+        if size == 0 or keys[0] > self._keys[size - 1]:
+            if size + m > len(self._keys):
+                cap = max(size + m, 2 * len(self._keys), 16)
+                grown_keys = np.empty(cap, dtype=np.int64)
+                grown_rows = np.empty((cap, 4), dtype=np.int32)
+                grown_keys[:size], grown_rows[:size] = self._keys[:size], self._rows[:size]
+                self._keys, self._rows = grown_keys, grown_rows
+            self._keys[size:size + m] = keys
+            self._rows[size:size + m] = rows
+        else:
+            self._keys = np.insert(self._keys[:size], pos, keys)
+            self._rows = np.insert(self._rows[:size], pos, rows, axis=0)
+        self._size = size + m
+
+    def _delete(self, positions: np.ndarray) -> None:
+        keep = np.ones(self._size, dtype=bool)
+        keep[positions] = False
+        self._keys = self._keys[:self._size][keep]
+        self._rows = self._rows[:self._size][keep]
+        self._size = len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"LeaderAndIsrTable({dict(self._pairs())!r})"
+
+
+class _Items(ItemsView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return iter(self._mapping._pairs())
+
+
+class _Values(ValuesView):
+    __slots__ = ()
+
+    def __iter__(self):
+        return (v for _, v in self._mapping._pairs())
+
+
+# ---------------------------------------------------------------------------------------------
+# UpdateMetadata caches, shared by the brokers
+# ---------------------------------------------------------------------------------------------
+
+class _TopicRows:
+    """One topic of an image: ``rows`` (int32, a row per partition id, HDR -1 where absent), ``offsets``."""
+
+    __slots__ = ("rows", "offsets", "count")
+
+    def __init__(self, rows: np.ndarray, offsets: np.ndarray, count: int):
+        self.rows, self.offsets, self.count = rows, offsets, count
+
+    def writable(self, width: int) -> _TopicRows:
+        """A copy with room for partition ids below ``width``."""
+        cap = max(width, len(self.rows))
+        rows = np.full((cap, META_WIDTH), -1, dtype=np.int32)
+        offsets = np.zeros(cap, dtype=np.int64)
+        rows[:len(self.rows)] = self.rows
+        offsets[:len(self.offsets)] = self.offsets
+        return _TopicRows(rows, offsets, self.count)
+
+
+_NO_TOPIC = _TopicRows(np.full((0, META_WIDTH), -1, dtype=np.int32), np.zeros(0, dtype=np.int64), 0)
+
+
+class MetadataImage:
+    """An UpdateMetadata cache: topic id -> :class:`_TopicRows`, and the number of partitions. Never changed
+    once built (brokers share images)."""
+
+    __slots__ = ("topics", "size", "__weakref__")
+
+    def __init__(self, topics: dict, size: int):
+        self.topics = topics
+        self.size = size
+
+    def with_rows(self, keys: np.ndarray, offsets: np.ndarray, rows: np.ndarray, removed: np.ndarray) -> MetadataImage:
+        """The image after distinct partitions ``keys`` got ``rows`` (or, where ``removed``, left the cache)."""
+        n = len(keys)
+        if not n:
+            return self
+        tids = keys >> _PART_BITS
+        if n > 1 and not bool(np.all(tids[1:] >= tids[:-1])):
+            order = np.argsort(tids, kind="stable")
+            keys, offsets, rows, removed, tids = keys[order], offsets[order], rows[order], removed[order], tids[order]
+        parts = keys & _PART_MASK
+        bounds = np.flatnonzero(tids[1:] != tids[:-1]) + 1
+        starts = [0, *bounds.tolist()]
+        stops = [*bounds.tolist(), n]
+        topics = dict(self.topics)
+        size = self.size
+        any_removed = bool(removed.any())
+        for start, stop, tid in zip(starts, stops, tids[starts].tolist()):
+            p = parts[start:stop]
+            old = topics.get(tid, _NO_TOPIC)
+            seg = old.writable(int(p.max()) + 1)
+            if any_removed:
+                gone = removed[start:stop]
+                keep = ~gone
+                seg.rows[p[keep]] = rows[start:stop][keep]
+                seg.offsets[p[keep]] = offsets[start:stop][keep]
+                seg.rows[p[gone], HDR] = -1
+            else:
+                seg.rows[p] = rows[start:stop]
+                seg.offsets[p] = offsets[start:stop]
+            seg.count = int(np.count_nonzero(seg.rows[:, HDR] >= 0))
+            size += seg.count - old.count
+            if seg.count:
+                topics[tid] = seg
+            else:
+                topics.pop(tid, None)
+        return MetadataImage(topics, size)
+
+    def with_records(self, shared: BrokerColumns, records) -> MetadataImage:
+        """The image after UpdateMetadata partition records, one by one, as ZkMetadataCache.updateMetadata
+        applies them (LEADER_DURING_DELETE removes the partition)."""
+        topics = dict(self.topics)
+        copied: set[int] = set()
+        size = self.size
+        headers, code = shared.headers.code, shared.tuple_code
+        for r in records:
+            tid = shared.topic_id(r.topic)
+            p = r.partition
+            if type(p) is not int or not 0 <= p <= _I32_MAX:
+                raise ValueError(f"partition ids must be ints in 0..{_I32_MAX}, got {p!r:.50}")
+            seg = topics.get(tid, _NO_TOPIC)
+            if tid not in copied or p >= len(seg.rows):
+                seg = topics[tid] = seg.writable(p + 1)
+                copied.add(tid)
+            had = seg.rows[p, HDR] >= 0
+            if r.leader == LEADER_DURING_DELETE:
+                if had:
+                    seg.rows[p, HDR] = -1
+                    seg.count -= 1
+                    size -= 1
+                continue
+            row = (headers((r.v, r.controller_id, r.controller_epoch, r.timestamp_ms, r.cause_offset)),
+                   code(r.brokers), r.state_controller_epoch, r.leader, r.leader_epoch, code(r.isr),
+                   r.partition_epoch, code(r.replicas), code(r.offline_replicas))
+            seg.rows[p] = int32s(f"UpdateMetadata partition {r.topic}-{p}", np.array(row, dtype=np.int64))
+            seg.offsets[p] = r.offset
+            if not had:
+                seg.count += 1
+                size += 1
+        for tid in copied:
+            if not topics[tid].count:
+                del topics[tid]
+        return MetadataImage(topics, size)
+
+    def columns(self, shared: BrokerColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(keys, offsets, rows) of every partition, in (topic, partition) order."""
+        if not self.topics:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, META_WIDTH), np.int32)
+        keys, offsets, rows = [], [], []
+        for tid, seg in self.topics.items():
+            p = np.flatnonzero(seg.rows[:, HDR] >= 0)
+            keys.append((np.int64(tid) << _PART_BITS) | p)
+            offsets.append(seg.offsets[p])
+            rows.append(seg.rows[p])
+        keys, offsets, rows = np.concatenate(keys), np.concatenate(offsets), np.concatenate(rows)
+        order = shared.sort_keys(keys)
+        return keys[order], offsets[order], rows[order]
+
+    @classmethod
+    def from_columns(cls, keys: np.ndarray, offsets: np.ndarray, rows: np.ndarray) -> MetadataImage:
+        return MetadataImage({}, 0).with_rows(keys, offsets, rows, np.zeros(len(keys), dtype=bool))
+
+
+class MetadataView(Mapping):
+    """A broker's metadata cache as ``(topic, partition) -> UpdateMetadataPartition``; records are built
+    when asked for (equal to the records the broker was sent)."""
+
+    __slots__ = ("_shared", "image")
+
+    def __init__(self, shared: BrokerColumns, image: MetadataImage):
+        self._shared = shared
+        self.image = image
+
+    def _row(self, tp):
+        try:
+            topic, p = tp
+        except (TypeError, ValueError):
+            return None
+        tid = self._shared.topic_ids.get(topic)
+        seg = self.image.topics.get(tid) if tid is not None else None
+        if seg is None or type(p) is not int or not 0 <= p < len(seg.rows) or seg.rows[p, HDR] < 0:
+            return None
+        return seg, p
+
+    def _record(self, topic: str, p: int, row: list, offset: int):
+        v, cid, epoch, ts, cause = self._shared.headers.items[row[HDR]]
+        t = self._shared.tuples.items
+        return _new(UpdateMetadataPartition, (
+            _UMP_KIND, v, offset, cid, epoch, ts, cause, t[row[BROKERS]], topic, p, row[SCE], row[LEADER],
+            row[LEADER_EPOCH], t[row[ISR]], row[PARTITION_EPOCH], t[row[REPLICAS]], t[row[OFFLINE]]))
+
+    def get(self, tp, default=None):
+        found = self._row(tp)
+        if found is None:
+            return default
+        seg, p = found
+        return self._record(tp[0], p, seg.rows[p].tolist(), int(seg.offsets[p]))
+
+    def __getitem__(self, tp):
+        found = self._row(tp)
+        if found is None:
+            raise KeyError(tp)
+        seg, p = found
+        return self._record(tp[0], p, seg.rows[p].tolist(), int(seg.offsets[p]))
+
+    def __contains__(self, tp) -> bool:
+        return self._row(tp) is not None
+
+    def __len__(self) -> int:
+        return self.image.size
+
+    def _topics(self) -> list:
+        names = self._shared.topic_names
+        return sorted((names[tid], seg) for tid, seg in self.image.topics.items())
+
+    def __iter__(self):
+        for name, seg in self._topics():
+            for p in np.flatnonzero(seg.rows[:, HDR] >= 0).tolist():
+                yield name, p
+
+    def _pairs(self):
+        for name, seg in self._topics():
+            parts = np.flatnonzero(seg.rows[:, HDR] >= 0)
+            record = self._record
+            for p, row, off in zip(parts.tolist(), seg.rows[parts].tolist(), seg.offsets[parts].tolist()):
+                yield (name, p), record(name, p, row, off)
+
+    def items(self) -> ItemsView:
+        return _Items(self)
+
+    def values(self) -> ValuesView:
+        return _Values(self)
+
+    def __repr__(self) -> str:
+        return f"MetadataView({len(self)} partitions)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots (controller.embedding.cluster_snapshot describes the layout)
+# ---------------------------------------------------------------------------------------------
+
+def _bin(a: np.ndarray, dtype: str) -> bytes:
+    return np.ascontiguousarray(a, dtype=dtype).tobytes()
+
+
+def _first_seen(codes: np.ndarray) -> tuple[list, np.ndarray]:
+    """Pool codes -> (the distinct codes in the order they first occur, a local code per element): a
+    form that depends only on the values, not on the pools' history."""
+    flat = codes.reshape(-1)
+    if not len(flat):
+        return [], codes.astype(np.int32)
+    uniq, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty(len(uniq), dtype=np.int32)
+    rank[order] = np.arange(len(uniq), dtype=np.int32)
+    return uniq[order].tolist(), rank[inverse.reshape(-1)].reshape(codes.shape)
+
+
+def _topic_columns(shared: BrokerColumns, keys: np.ndarray) -> tuple[list, bytes, bytes]:
+    tids, local = _first_seen(keys >> _PART_BITS)
+    names = shared.topic_names
+    return [names[t] for t in tids], _bin(local, "<i4"), _bin(keys & _PART_MASK, "<i4")
+
+
+def _keys_of(shared: BrokerColumns, names: list, topic: bytes, partition: bytes) -> np.ndarray:
+    ids = np.array([shared.topic_id(n) for n in names], dtype=np.int64)
+    codes = np.frombuffer(topic, dtype="<i4")
+    parts = np.frombuffer(partition, dtype="<i4").astype(np.int64)
+    if len(codes) != len(parts) or (len(codes) and (codes.min() < 0 or codes.max() >= len(ids))):
+        raise ValueError("cluster snapshot: malformed broker state (topic and partition columns)")
+    return (ids[codes] << _PART_BITS) | parts if len(codes) else parts
+
+
+def _rows_of(data: bytes, n: int, width: int) -> np.ndarray:
+    rows = np.frombuffer(data, dtype="<i4")
+    if len(rows) != n * width:
+        raise ValueError(f"cluster snapshot: malformed broker state ({len(rows)} values for {n} rows of {width})")
+    return rows.reshape(n, width).astype(np.int32)
+
+
+def _global(pool: _Pool, items: list, local: np.ndarray) -> np.ndarray:
+    lut = np.array([pool.code(tuple(t)) for t in items], dtype=np.int32)
+    if len(local) and (local.min() < 0 or local.max() >= len(lut)):
+        raise ValueError("cluster snapshot: malformed broker state (a code outside its table)")
+    return lut[local] if len(lut) else local
+
+
+def table_state(table: LeaderAndIsrTable) -> list:
+    """[topic names, topic index per row (i4), partition (i4), rows (i4: leader, leader_epoch, isr index,
+    partition_epoch), isr tuples], rows in (topic, partition) order."""
+    keys, rows = table.columns()
+    isrs, local = _first_seen(rows[:, L_ISR])
+    rows = rows.copy()
+    rows[:, L_ISR] = local
+    names, topic, partition = _topic_columns(table._shared, keys)
+    items = table._shared.tuples.items
+    return [names, topic, partition, _bin(rows, "<i4"), [list(items[c]) for c in isrs]]
+
+
+def table_from_state(shared: BrokerColumns, state: list) -> LeaderAndIsrTable:
+    names, topic, partition, rows, isrs = state
+    table = LeaderAndIsrTable(shared)
+    keys = _keys_of(shared, names, topic, partition)
+    rows = _rows_of(rows, len(keys), 4)
+    rows[:, L_ISR] = _global(shared.tuples, isrs, rows[:, L_ISR])
+    table.upsert(keys, rows)
+    return table
+
+
+def image_state(shared: BrokerColumns, image: MetadataImage) -> list:
+    """[topic names, topic index per row (i4), partition (i4), offset (i8), rows (i4, the MetadataImage
+    columns with headers and tuples as indexes into the next two), headers ([v, controller_id,
+    controller_epoch, timestamp_ms, cause_offset]), tuples], rows in (topic, partition) order."""
+    keys, offsets, rows = image.columns(shared)
+    rows = rows.copy()
+    headers, rows[:, HDR] = _first_seen(rows[:, HDR])
+    cols = list(TUPLE_COLUMNS)
+    tuples, rows[:, cols] = _first_seen(rows[:, cols])
+    names, topic, partition = _topic_columns(shared, keys)
+    h, t = shared.headers.items, shared.tuples.items
+    return [names, topic, partition, _bin(offsets, "<i8"), _bin(rows, "<i4"), [list(h[c]) for c in headers],
+            [list(t[c]) for c in tuples]]
+
+
+def image_from_state(shared: BrokerColumns, state: list) -> MetadataImage:
+    names, topic, partition, offsets, rows, headers, tuples = state
+    keys = _keys_of(shared, names, topic, partition)
+    rows = _rows_of(rows, len(keys), META_WIDTH)
+    offsets = np.frombuffer(offsets, dtype="<i8").astype(np.int64)
+    if len(offsets) != len(keys):
+        raise ValueError("cluster snapshot: malformed broker state (offsets)")
+    rows[:, HDR] = _global(shared.headers, headers, rows[:, HDR])
+    cols = list(TUPLE_COLUMNS)
+    rows[:, cols] = _global(shared.tuples, tuples, rows[:, cols])
+    order = np.argsort(keys, kind="stable")
+    return MetadataImage.from_columns(keys[order], offsets[order], rows[order])
