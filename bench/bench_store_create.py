@@ -10,8 +10,8 @@ Per topic, as ``Cluster`` and ``KafkaController`` make them: the admin's ``valid
 modifications handler's ``exists`` and the topic's assignment read; then the fenced creation of the
 partitions' ``/partitions/<p>`` and ``/state`` znodes. ``--api dict`` makes the calls of today's controller
 (dicts of per-partition objects: ``get_full_replica_assignment_for_topics``, ``create_partition_states``);
-``--api columns`` the column forms (``create_topic_with_replica_matrix``, ``get_replica_assignment_columns``,
-``create_partition_states_columns``) where the store has them. The arguments (dicts, matrices) are built
+``--api columns`` the column forms (``validate_topic_create`` of a matrix, ``create_topic_with_replica_matrix``,
+``get_replica_assignment_columns``, ``create_partition_states_columns``). The arguments (dicts, matrices) are built
 outside the timed calls. Prints the seconds and microseconds per partition of each kind of call, their
 total, the process RSS, and with ``--digest`` a hash of the tree (``dump``, the zxid counter and the
 ``to_dict`` snapshot) to compare two versions of the store.
@@ -85,7 +85,7 @@ def run(args) -> None:
         as_tuples = dict(enumerate(rows))
         as_lists = {p: list(r) for p, r in enumerate(rows)}
         t0 = time.perf_counter()
-        admin.validate_topic_create(topic, as_tuples)
+        admin.validate_topic_create(topic, matrix if columns else as_tuples)
         t1 = time.perf_counter()
         if columns:
             admin.create_topic_with_replica_matrix(topic, {}, matrix)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import random
 import re
+from operator import attrgetter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -41,22 +42,23 @@ import structlog
 
 from controller.store.state_columns import PartitionStateColumnsMixin
 from controller.store.state_table import (
-    CODE_NAMES, MAX_ISR, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NONODE, R_OK, plain_topic, state_key,
-    state_path,
+    CODE_NAMES, MAX_ISR, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NONODE, R_OK, encode_state, isr_matrix,
+    plain_topic, state_key, state_path,
 )
 from controller.store.zk_data import (
     BROKER_IDS_PATH, CLUSTER_ID_PATH, CONFIG_CHANGES_PATH, CONFIG_CHANGE_PREFIX, CONTROLLER_EPOCH_PATH,
     CONTROLLER_PATH, DELETE_TOPICS_PATH, FEATURE_PATH, INITIAL_CONTROLLER_EPOCH, INITIAL_CONTROLLER_EPOCH_ZK_VERSION,
     ISR_CHANGE_NOTIFICATION_PATH, ISR_CHANGE_PREFIX, LOG_DIR_EVENT_NOTIFICATION_PATH, LOG_DIR_EVENT_PREFIX,
     PERSISTENT_ZK_PATHS, PREFERRED_REPLICA_ELECTION_PATH, REASSIGN_PARTITIONS_PATH, TOPIC_CONFIG_TYPE, TOPICS_PATH,
-    BrokerInfo, EndPoint, TopicIdReplicaAssignment, broker_id_path, config_entity_path, config_entity_type_path,
-    decode_broker_info, decode_cluster_id, decode_controller, decode_controller_epoch, decode_controller_registration,
-    decode_entity_config, decode_isr_change_notification, decode_log_dir_event, decode_partition_reassignment,
-    decode_partition_state, decode_preferred_replica_election, decode_topic, delete_topic_path, encode_broker_info,
-    encode_cluster_id, encode_config_change_notification, encode_controller, encode_controller_epoch,
-    encode_entity_config, encode_feature_znode, encode_isr_change_notification, encode_log_dir_event,
-    encode_leader_and_isr, encode_partition_reassignment, encode_partition_state, encode_preferred_replica_election,
-    encode_topic, isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number,
+    BrokerInfo, EndPoint, TopicColumns, TopicIdReplicaAssignment, broker_id_path, config_entity_path,
+    config_entity_type_path, decode_broker_info, decode_cluster_id, decode_controller, decode_controller_epoch,
+    decode_controller_registration, decode_entity_config, decode_isr_change_notification, decode_log_dir_event,
+    decode_partition_reassignment, decode_partition_state, decode_preferred_replica_election, decode_topic,
+    decode_topic_columns, delete_topic_path, encode_broker_info, encode_cluster_id, encode_config_change_notification,
+    encode_controller, encode_controller_epoch, encode_entity_config, encode_feature_znode,
+    encode_isr_change_notification, encode_log_dir_event, encode_leader_and_isr, encode_partition_reassignment,
+    encode_partition_state, encode_preferred_replica_election, encode_topic, encode_topic_matrix,
+    isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number,
     topic_partition_path, topic_partitions_path, topic_path,
 )
 from controller.store.zookeeper import (
@@ -604,6 +606,18 @@ class KafkaZkClient(PartitionStateColumnsMixin):
                 out.update(decode_topic(topic, r[0]).assignment)
         return out
 
+    def get_replica_assignment_columns(self, topics: Iterable[str]) -> dict[str, TopicColumns]:
+        """``get_replica_assignment_and_topic_id_for_topics`` as columns, for the topics that exist, by topic:
+        the same reads (no watch unless a handler is registered on the topic's path); a body that is not a JSON
+        object gives no partitions. The columns of bodies this process wrote or read before are not parsed
+        again (``zk_data.decode_topic_columns``); they are shared: read-only."""
+        out: dict[str, TopicColumns] = {}
+        for topic in sorted(set(topics)):
+            r = self._get_data(topic_path(topic))
+            if r is not None:
+                out[topic] = decode_topic_columns(r[0]) or _NO_TOPIC_COLUMNS
+        return out
+
     def get_replica_assignment_for_topics(self, topics: Iterable[str]) -> dict[tuple, tuple]:
         return {tp: a.replicas for tp, a in self.get_full_replica_assignment_for_topics(topics).items()}
 
@@ -627,6 +641,10 @@ class KafkaZkClient(PartitionStateColumnsMixin):
                             expected_controller_epoch_zk_version)
 
     def create_topic_assignment(self, topic: str, topic_id: str | None, assignment: Mapping) -> None:
+        matrix = assignment if isinstance(assignment, np.ndarray) else _assignment_matrix(assignment)
+        if matrix is not None:
+            self._create_recursive(topic_path(topic), encode_topic_matrix(topic_id, matrix))
+            return
         by_partition = {_partition(k): _assignment(v) for k, v in assignment.items()}
         self._create_recursive(topic_path(topic), encode_topic(topic_id, by_partition))
 
@@ -665,18 +683,134 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         expected = expected_controller_epoch_zk_version
         topics = list(dict.fromkeys(tp[0] for tp in states))
         self._unwrap(_failures(self._write_many([CreateOp(topic_partitions_path(t), None) for t in topics], expected)))
-        paths = [topic_partition_path(tp) for tp in states]
-        self._unwrap(_failures(self._write_many((CreateOp(path, None) for path in paths), expected)))
+        if expected >= 0 and states and self._create_parents_in_bulk(_topic_runs(list(states)), expected):
+            paths = None
+        else:
+            paths = [topic_partition_path(tp) for tp in states]
+            self._unwrap(_failures(self._write_many((CreateOp(path, None) for path in paths), expected)))
         if expected >= 0 and states:
             created = self._create_state_znodes(states, expected)
             if created is not None:
                 return created
+        if paths is None:
+            paths = [topic_partition_path(tp) for tp in states]
         outcomes = _failures(self._write_many((CreateOp(f"{path}/state", encode_partition_state(info))
                                                for path, info in zip(paths, states.values())), expected))
         self._unwrap(outcomes)
         # Kafka builds these errors from the result code alone (KeeperException.create(code)).
         return {tp: KeeperError.create(o.code) if isinstance(o, KeeperError) else None
                 for tp, o in zip(states, outcomes)}
+
+    def _create_parents_in_bulk(self, runs: list[tuple[str, object]], expected: int) -> bool:
+        """The fenced parent creates of ``runs`` ((topic, partition ids) each, in order) through
+        ``ZooKeeper.create_partition_parents``: True when every run was done so (a failed check raised after
+        the last run, as ``_unwrap`` raises it); False, having sent nothing, if the first run cannot be; a
+        later run that cannot be goes request by request."""
+        check = self._epoch_check(expected)
+        sid = self._session_id
+        check_failed = None
+        for i, (topic, ps) in enumerate(runs):
+            res = self._zk.create_partition_parents(sid, topic, ps, check)
+            if res is None:
+                if i == 0:
+                    return False
+                prefix = f"{TOPICS_PATH}/{topic}/partitions/"
+                outcomes = _failures(self._write_many([CreateOp(f"{prefix}{p}", None) for p in np.asarray(ps).tolist()],
+                                                      expected))
+                check_failed = check_failed or next((o for o in outcomes if type(o) is _CheckFailed), None)
+                continue
+            c = int(res.code[0])
+            if c == R_CHECK_NONODE or c == R_CHECK_BADVERSION:
+                check_failed = check_failed or _CheckFailed(CODE_NAMES[c], expected)
+        if check_failed is not None:
+            raise check_failed.error()
+        return True
+
+    def create_partition_states_columns(self, segments: Sequence[tuple], controller_epoch: int,
+                                        expected_controller_epoch_zk_version: int) -> list[dict[int, Exception]]:
+        """``create_partition_states`` of the partitions of ``segments`` as columns: each segment is (topic,
+        partition ids, leader, ISR matrix[, leader epoch, leader recovery state]) — the ISR of row i is the
+        non-negative entries of ``isr[i]`` in order, the leader epoch and recovery state 0 if not given — and
+        every partition's ``/state`` is ``LeaderIsrAndControllerEpoch(LeaderAndIsr(leader, leader epoch, ISR,
+        recovery state), controller_epoch)``. The same requests in the same order (the topics' /partitions,
+        every parent, every /state, all fenced), the same errors raised; returns per segment the rows whose
+        /state was not created, with their error (rows not there were created)."""
+        segs = [_creation_segment(seg, controller_epoch) for seg in segments]
+        expected = expected_controller_epoch_zk_version
+        if not segs or all(seg is None or not len(seg[1]) for seg in segs):
+            pass
+        elif expected >= 0 and all(seg is not None for seg in segs):
+            topics = list(dict.fromkeys(seg[0] for seg in segs if len(seg[1])))
+            runs = [(seg[0], seg[1]) for seg in segs if len(seg[1])]
+            if len(topics) == len(runs):   # a topic in two segments: the dict form keeps one row of each
+                self._unwrap(_failures(self._write_many([CreateOp(topic_partitions_path(t), None) for t in topics],
+                                                        expected)))
+                if not self._create_parents_in_bulk(runs, expected):
+                    self._unwrap(_failures(self._write_many(
+                        (CreateOp(f"{TOPICS_PATH}/{topic}/partitions/{p}", None)
+                         for topic, ps in runs for p in ps.tolist()), expected)))
+                return self._create_states_in_bulk(segs, expected)
+        return self._create_columns_by_dict(segments, controller_epoch, expected)
+
+    def _create_columns_by_dict(self, segments: Sequence[tuple], controller_epoch: int,
+                                expected: int) -> list[dict[int, Exception]]:
+        """``create_partition_states_columns`` through ``create_partition_states`` of the dict of the rows."""
+        new = tuple.__new__
+        states: dict = {}
+        keys = []
+        for seg in segments:
+            topic, ps, leader, isr = seg[:4]
+            n = len(ps)
+            epoch = seg[4] if len(seg) > 4 else np.zeros(n, dtype=np.int32)
+            recovery = seg[5] if len(seg) > 5 else np.zeros(n, dtype=np.uint8)
+            rows = []
+            for p, ld, le, i, rc in zip(np.asarray(ps).tolist(), np.asarray(leader).tolist(),
+                                        np.asarray(epoch).tolist(), np.asarray(isr).tolist(),
+                                        np.asarray(recovery).tolist()):
+                tp = (topic, p)
+                states[tp] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (
+                    ld, le, tuple(r for r in i if r >= 0), rc, 0)), controller_epoch))
+                rows.append(tp)
+            keys.append(rows)
+        if not states:
+            return [{} for _ in segments]
+        out = self.create_partition_states(states, expected)
+        return [{i: out[tp] for i, tp in enumerate(rows) if out.get(tp) is not None} for rows in keys]
+
+    def _create_states_in_bulk(self, segs: list[tuple], expected: int) -> list[dict[int, Exception]]:
+        """The fenced /state creates of ``create_partition_states_columns`` (its segments as
+        ``_creation_segment`` makes them): ``ZooKeeper.create_state_columns`` for each, the per-request
+        ``create_state_rows`` for a segment it does not take."""
+        check = self._epoch_check(expected)
+        sid = self._session_id
+        check_failed = None
+        results: list[dict[int, Exception]] = []
+        for topic, ps, ce, leader, epoch, isr, isr_len, recovery in segs:
+            if not len(ps):
+                results.append({})
+                continue
+            res = self._zk.create_state_columns(sid, topic, ps, ce, leader, epoch, isr, isr_len, recovery, check)
+            if res is None:
+                datas = [encode_state(c, ld, le, rc, tuple(i[:k])) for c, ld, le, rc, i, k in zip(
+                    np.broadcast_to(ce, len(ps)).tolist(), leader.tolist(), epoch.tolist(), recovery.tolist(),
+                    isr.tolist(), isr_len.tolist())]
+                res = self._zk.create_state_rows(sid, topic, ps.tolist(), datas, check)
+                if res.stopped >= 0:
+                    raise SessionExpiredError()
+            errors: dict[int, Exception] = {}
+            code = res.code
+            if (code != R_OK).any():
+                for i, c in enumerate(code.tolist()):
+                    if c == R_OK:
+                        continue
+                    if c == R_CHECK_NONODE or c == R_CHECK_BADVERSION:
+                        check_failed = check_failed or _CheckFailed(CODE_NAMES[c], expected)
+                    else:   # Kafka builds these errors from the result code alone (KeeperException.create(code))
+                        errors[i] = KeeperError.create(CODE_NAMES[c])
+            results.append(errors)
+        if check_failed is not None:
+            raise check_failed.error()
+        return results
 
     def update_leader_and_isr(self, states: Mapping[tuple, LeaderAndIsr], controller_epoch: int,
                               expected_controller_epoch_zk_version: int) -> UpdateLeaderAndIsrResult:
@@ -762,19 +896,27 @@ class KafkaZkClient(PartitionStateColumnsMixin):
 
     def _create_state_znodes(self, states: Mapping[tuple, LeaderIsrAndControllerEpoch],
                              expected: int) -> dict[tuple, Exception | None] | None:
-        """The ``/state`` creates of ``create_partition_states`` (fenced) through ``ZooKeeper.create_state_rows``,
-        a run of consecutive partitions of one topic at a time; None (nothing sent) for input it does not take."""
+        """The ``/state`` creates of ``create_partition_states`` (fenced) a run of one topic at a time, as columns
+        (``_create_states_in_bulk``) or through ``ZooKeeper.create_state_rows``; None (nothing sent) for input it
+        does not take."""
         items = list(states.items())
         if not all(isinstance(tp, tuple) and len(tp) == 2 and plain_topic(tp[0]) and type(tp[1]) is int
                    for tp, _ in items):
             return None
+        segs = _state_columns(items)
+        if segs is not None:
+            out: dict[tuple, Exception | None] = dict.fromkeys(states)
+            for (topic, ps, *_), errors in zip(segs, self._create_states_in_bulk(segs, expected)):
+                for i, e in errors.items():
+                    out[(topic, int(ps[i]))] = e
+            return out
         try:
             datas = [encode_partition_state(info) for _, info in items]
         except Exception:   # the per-request loop raises it after sending the requests before it
             return None
         check = self._epoch_check(expected)
         sid = self._session_id   # as _write_many: the batch goes on the session it started on
-        out: dict[tuple, Exception | None] = {}
+        out = {}
         check_failed = None
         i = 0
         while i < len(items):
@@ -1027,9 +1169,35 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         unless given; None if ``uses_topic_id`` is False)."""
         configs = dict(configs or {})
         assignment = {int(p): tuple(r) for p, r in assignment.items()}
+        matrix = _assignment_matrix(assignment)
+        if matrix is not None:
+            return self.create_topic_with_replica_matrix(topic, configs, matrix, topic_id, validate=validate,
+                                                         uses_topic_id=uses_topic_id)
         if validate:
             self.validate_topic_create(topic, assignment)
-        shown = assignment if len(assignment) <= 10 else f"({len(assignment)} partitions)"
+        return self._create_topic(topic, configs, assignment, topic_id, uses_topic_id)
+
+    def create_topic_with_replica_matrix(self, topic: str, configs: Mapping[str, str] | None, replicas: np.ndarray,
+                                         topic_id: str | None = None, *, validate: bool = True,
+                                         uses_topic_id: bool = True) -> str | None:
+        """``create_topic_with_assignment`` of ``{p: tuple(replicas[p])}`` for the rows p = 0..n-1 of an (n, rf)
+        integer matrix: the same checks, writes and result, without an object per partition."""
+        replicas = np.asarray(replicas)
+        if replicas.ndim != 2 or replicas.dtype.kind not in "iu":
+            raise ValueError(f"replicas must be an (n, rf) integer matrix, not {replicas.dtype} {replicas.shape}")
+        configs = dict(configs or {})
+        if validate:
+            self.validate_topic_create(topic, replicas)
+        return self._create_topic(topic, configs, replicas, topic_id, uses_topic_id)
+
+    def _create_topic(self, topic: str, configs: dict, assignment, topic_id: str | None,
+                      uses_topic_id: bool) -> str | None:
+        """The writes of ``create_topic_with_assignment``; ``assignment`` a dict or a replica matrix."""
+        n = len(assignment)
+        if n > 10:
+            shown = f"({n} partitions)"
+        else:
+            shown = assignment if isinstance(assignment, dict) else dict(enumerate(map(tuple, assignment.tolist())))
         _log.info(f"Creating topic {topic} with configuration {configs} and initial partition assignment {shown}")
         self.set_or_create_entity_configs(TOPIC_CONFIG_TYPE, topic, configs)
         if uses_topic_id and topic_id is None:
@@ -1042,8 +1210,9 @@ class KafkaZkClient(PartitionStateColumnsMixin):
             raise TopicExistsError(f"Topic '{topic}' already exists.") from None
         return topic_id
 
-    def validate_topic_create(self, topic: str, assignment: Mapping[int, tuple]) -> None:
-        """Raise Kafka's error for a topic creation that AdminZkClient would refuse; writes nothing."""
+    def validate_topic_create(self, topic: str, assignment: Mapping[int, tuple] | np.ndarray) -> None:
+        """Raise Kafka's error for a topic creation that AdminZkClient would refuse; writes nothing.
+        ``assignment`` may also be an (n, rf) replica matrix, standing for ``{p: tuple(row p)}``."""
         validate_topic_name(topic)
         if self.is_topic_marked_for_deletion(topic):
             raise TopicExistsError(f"Topic '{topic}' is marked for deletion.")
@@ -1057,6 +1226,9 @@ class KafkaZkClient(PartitionStateColumnsMixin):
             colliding = sorted(t for t in existing if t.replace(".", "_") == key)
             if colliding:
                 raise InvalidTopicError(f"Topic '{topic}' collides with existing topic: {colliding[0]}")
+        if isinstance(assignment, np.ndarray):
+            _validate_replica_matrix(assignment)
+            return
         if len({len(r) for r in assignment.values()}) != 1:
             raise InvalidReplicaAssignmentError("All partitions should have the same number of replicas")
         for replicas in assignment.values():
@@ -1163,6 +1335,144 @@ def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, e
     return (ps, leader.astype(np.int32), leader_epoch.astype(np.int32), isr.astype(np.int32),
             isr_len.astype(np.uint8), recovery.astype(np.uint8), expected_version.astype(np.int64), int(ce),
             int(expected))
+
+
+_NO_TOPIC_COLUMNS = TopicColumns(None, np.zeros(0, dtype=np.int32), np.zeros((0, 0), dtype=np.int32),
+                                 np.zeros((0, 0), dtype=np.int32), np.zeros((0, 0), dtype=np.int32))
+for _a in _NO_TOPIC_COLUMNS[1:]:
+    _a.setflags(write=False)
+
+
+def _assignment_matrix(assignment: Mapping) -> np.ndarray | None:
+    """An assignment {0: replicas, 1: ..., n-1: ...} (ints as keys, in that order; replica tuples or lists of
+    ints, all as long, none being reassigned) as an (n, rf) matrix; None for any other."""
+    n = len(assignment)
+    if not n or list(assignment) != list(range(n)) or not all(type(k) is int for k in assignment):
+        return None
+    values = list(assignment.values())
+    if not all(type(v) is tuple or type(v) is list for v in values):
+        return None
+    rf = len(values[0])
+    if not rf or not all(len(v) == rf for v in values):
+        return None
+    try:
+        matrix = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not all(type(x) is int for x in {x for v in values for x in v}):
+        return None     # a bool or a float: written as the dict form writes it
+    return matrix
+
+
+def _validate_replica_matrix(replicas: np.ndarray) -> None:
+    """``validate_topic_create``'s checks of the replica assignment, for a matrix."""
+    n, rf = replicas.shape
+    if not n:
+        raise InvalidReplicaAssignmentError("All partitions should have the same number of replicas")
+    if rf > 1:
+        s = np.sort(replicas, axis=1)
+        if (s[:, 1:] == s[:, :-1]).any():
+            shown = dict(enumerate(map(tuple, replicas.tolist())))
+            raise InvalidReplicaAssignmentError(f"Duplicate replica assignment found: {shown}")
+
+
+def _topic_runs(tps: list[tuple]) -> list[tuple[str, np.ndarray]]:
+    """The keys of a ``create_partition_states`` dict as runs of one topic: (topic, partition ids)."""
+    runs = []
+    i = 0
+    n = len(tps)
+    while i < n:
+        topic = tps[i][0]
+        j = i + 1
+        while j < n and tps[j][0] == topic:
+            j += 1
+        ids = [tp[1] for tp in tps[i:j]]
+        if not all(type(p) is int for p in ids) or type(topic) is not str:
+            return [("", np.zeros(0, dtype=np.int64))]    # nothing the model takes as a batch
+        runs.append((topic, np.array(ids, dtype=np.int64)))
+        i = j
+    return runs
+
+
+def _state_columns(items: list[tuple]) -> list[tuple] | None:
+    """The (topic, partition) -> LeaderIsrAndControllerEpoch items of ``create_partition_states`` as the
+    segments ``_create_states_in_bulk`` takes, one per run of one topic; None for values that are not all
+    int32 (recovery 0-255, ISR entries non-negative, at most ``MAX_ISR`` of them)."""
+    segs = []
+    i = 0
+    n = len(items)
+    try:
+        while i < n:
+            topic = items[i][0][0]
+            j = i + 1
+            while j < n and items[j][0][0] == topic:
+                j += 1
+            run = items[i:j]
+            lais = [info.leader_and_isr for _, info in run]
+            ce = np.array([info.controller_epoch for _, info in run], dtype=np.int64)
+            ps = np.array([tp[1] for tp, _ in run], dtype=np.int64)
+            leader = np.array([lai.leader for lai in lais], dtype=np.int64)
+            epoch = np.array([lai.leader_epoch for lai in lais], dtype=np.int64)
+            recovery = np.array([lai.recovery_state for lai in lais], dtype=np.int64)
+            isrs = [lai.isr for lai in lais]
+            if not all(type(x) is tuple for x in isrs):
+                return None
+            fields = [info.controller_epoch for _, info in run]
+            for lai_field in ("leader", "leader_epoch", "recovery_state"):
+                fields.extend(map(attrgetter(lai_field), lais))
+            if set(map(type, fields)) != {int} or not all(type(r) is int for x in set(isrs) for r in x):
+                return None     # a bool or numpy int: the dict form writes what str() makes of it
+            isr, isr_len = isr_matrix(isrs)
+            if not (_fits_int32(ce) and _fits_int32(leader) and _fits_int32(epoch) and int(recovery.min()) >= 0
+                    and int(recovery.max()) <= 255 and int(isr_len.max()) <= MAX_ISR
+                    and (np.count_nonzero(isr >= 0, axis=1) == isr_len).all()):
+                return None
+            segs.append((topic, ps, ce.astype(np.int32), leader.astype(np.int32), epoch.astype(np.int32), isr,
+                         isr_len, recovery.astype(np.uint8)))
+            i = j
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return segs
+
+
+def _creation_segment(seg, controller_epoch) -> tuple | None:
+    """A segment of ``create_partition_states_columns`` as the model's column calls take it: (topic, partition
+    ids int64, controller epoch, leader int32, leader epoch int32, ISR int32 -1 padded after each row's length,
+    ISR lengths uint8, recovery uint8); None for input only the dict form takes."""
+    if not (isinstance(seg, tuple) and len(seg) in (4, 5, 6)):
+        return None
+    topic, ps, leader, isr = seg[:4]
+    if not (plain_topic(topic) and isinstance(controller_epoch, (int, np.integer))
+            and not isinstance(controller_epoch, bool) and _INT32_MIN <= controller_epoch <= _INT32_MAX):
+        return None
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind in "iu" for c in (ps, leader)):
+        return None
+    n = len(ps)
+    epoch = seg[4] if len(seg) > 4 else np.zeros(n, dtype=np.int32)
+    recovery = seg[5] if len(seg) > 5 else np.zeros(n, dtype=np.uint8)
+    if not all(isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind in "iu" and len(c) == n
+               for c in (leader, epoch, recovery)):
+        return None
+    if not (isinstance(isr, np.ndarray) and isr.ndim == 2 and isr.shape[0] == n and isr.dtype.kind in "iu"):
+        return None
+    if n and (int(ps.min()) < 0 or int(ps.max()) > _INT32_MAX or not _fits_int32(leader) or not _fits_int32(epoch)
+              or int(recovery.min()) < 0 or int(recovery.max()) > 255):
+        return None
+    width = isr.shape[1]
+    if width and n and not _fits_int32(isr):
+        return None
+    neg = isr < 0
+    isr_len = width - np.count_nonzero(neg, axis=1)
+    if n and width > MAX_ISR and int(isr_len.max()) > MAX_ISR:
+        return None
+    if neg.any():
+        if (neg[:, :-1] & ~neg[:, 1:]).any():     # a negative before a broker id: move the ids up, in order
+            isr = np.take_along_axis(isr, np.argsort(neg, axis=1, kind="stable"), axis=1)
+        isr = np.where(np.arange(width) < isr_len[:, None], isr, -1)
+    if width == 0:
+        isr = np.full((n, 1), -1, dtype=np.int32)
+    return (topic, ps.astype(np.int64), int(controller_epoch), leader.astype(np.int32), epoch.astype(np.int32),
+            isr.astype(np.int32), isr_len.astype(np.uint8), recovery.astype(np.uint8))
 
 
 def _fits_int32(c: np.ndarray) -> bool:

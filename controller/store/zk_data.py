@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 # --- paths (ZkData.scala objects) -----------------------------------------------------------------------
@@ -463,12 +465,165 @@ def encode_topic(topic_id: str | None, assignment: Mapping[int, ReplicaAssignmen
             adding[key] = tuple(a.adding_replicas)
         if a.removing_replicas:
             removing[key] = tuple(a.removing_replicas)
-    parts = {"version": "3", "partitions": _partition_map_json(partitions),
-             "adding_replicas": _partition_map_json(adding), "removing_replicas": _partition_map_json(removing)}
+    return _topic_json(topic_id, _partition_map_json(partitions), _partition_map_json(adding),
+                       _partition_map_json(removing))
+
+
+def _topic_json(topic_id: str | None, partitions: str, adding: str, removing: str) -> bytes:
+    parts = {"version": "3", "partitions": partitions, "adding_replicas": adding, "removing_replicas": removing}
     if topic_id is not None:
         parts["topic_id"] = to_json(topic_id).decode("utf-8")
     order = _mutable_key_order(tuple(parts), _scala_presized_table(4))
     return ("{" + ",".join(f'"{k}":{parts[k]}' for k in order) + "}").encode("utf-8")
+
+
+def _java_hash_of_ids(ps: np.ndarray) -> np.ndarray:
+    """``String.hashCode`` of the decimal strings of non-negative ids (int64 array), signed 32-bit."""
+    ps = ps.astype(np.int64)
+    digits = np.ones(len(ps), dtype=np.int64)
+    for k in range(1, 10):
+        digits += ps >= 10 ** k
+    h = np.zeros(len(ps), dtype=np.int64)
+    for k in range(int(digits.max(initial=1)) - 1, -1, -1):
+        live = digits > k
+        d = (ps // 10 ** k) % 10 + 48
+        h = np.where(live, (h * 31 + d) & 0xFFFFFFFF, h)
+    return np.where(h >= 1 << 31, h - (1 << 32), h)
+
+
+@lru_cache(maxsize=64)
+def _consecutive_key_prefixes(n: int) -> tuple[np.ndarray, list[str]]:
+    """Partitions 0..n-1 in the order ``_partition_map_json`` writes them (Scala mutable.Map order of their
+    decimal keys), and the ``"<p>":`` that starts each entry, in that order."""
+    ps = np.arange(n, dtype=np.int64)
+    h = _java_hash_of_ids(ps)
+    h = h & 0xFFFFFFFF
+    h = h ^ (h >> 16)
+    h = np.where(h >= 1 << 31, h - (1 << 32), h)          # _i32
+    size = _table_size(n, 16)
+    order = np.lexsort((ps, h, h & (size - 1)))
+    return order, [f'"{p}":' for p in order.tolist()]
+
+
+def _unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(m, axis=0, return_inverse=True)`` (the distinct rows, each row's index among them), as one
+    integer key per row where the values allow it."""
+    n, w = m.shape
+    if n and w:
+        lo, hi = int(m.min()), int(m.max())
+        base = hi - lo + 1
+        if base ** w < 1 << 62:
+            key = np.zeros(n, dtype=np.int64)
+            for k in range(w):
+                key = key * base + (m[:, k].astype(np.int64) - lo)
+            keys, first, codes = np.unique(key, return_index=True, return_inverse=True)
+            return m[first], codes.reshape(-1)
+    rows, codes = np.unique(m, axis=0, return_inverse=True)
+    return rows, codes.reshape(-1)
+
+
+def _matrix_map_json(replicas: np.ndarray) -> str:
+    """``_partition_map_json`` of {str(p): tuple(replicas[p])} for p in 0..n-1 (every entry of each row)."""
+    n = len(replicas)
+    if not n:
+        return "{}"
+    order, prefixes = _consecutive_key_prefixes(n)
+    rows, codes = _unique_rows(replicas)
+    fmt = ("[" + ",".join(["{}"] * replicas.shape[1]) + "]").format
+    lists = [fmt(*r) for r in rows.tolist()]
+    return "{" + ",".join(map(str.__add__, prefixes, map(lists.__getitem__, codes[order].tolist()))) + "}"
+
+
+def encode_topic_matrix(topic_id: str | None, replicas: np.ndarray) -> bytes:
+    """``encode_topic(topic_id, {p: ReplicaAssignment(tuple(replicas[p]))})`` for the partitions 0..n-1 of an
+    (n, rf) integer matrix, none being reassigned; the bytes' columns are remembered (``decode_topic_columns``
+    reads them back without parsing)."""
+    replicas = np.asarray(replicas)
+    if replicas.ndim != 2 or replicas.dtype.kind not in "iu":
+        raise ValueError(f"replicas must be an (n, rf) integer matrix, not {replicas.dtype} {replicas.shape}")
+    data = _topic_json(topic_id, _matrix_map_json(replicas), "{}", "{}")
+    n = len(replicas)
+    if not replicas.size or (int(replicas.min()) >= 0 and int(replicas.max()) <= 0x7FFFFFFF):
+        empty = np.zeros((n, 0), dtype=np.int32)
+        _remember_topic(data, TopicColumns(topic_id, np.arange(n, dtype=np.int32), replicas.astype(np.int32), empty,
+                                           empty))
+    return data
+
+
+class TopicColumns(NamedTuple):
+    """A topic znode's assignment as columns: its partitions in ascending order and, per partition, the
+    replicas, adding replicas and removing replicas, each an int32 matrix whose rows are -1 padded (as wide as
+    the longest row; 0 columns when no row has any). Shared between readers: read-only."""
+    topic_id: str | None
+    partitions: np.ndarray
+    replicas: np.ndarray
+    adding: np.ndarray
+    removing: np.ndarray
+
+
+# The columns of topic znode bodies, by their bytes (equal bytes, equal columns): those this module wrote or
+# read lately, up to a bound on their partitions in all.
+_TOPIC_COLUMNS: dict[bytes, TopicColumns] = {}
+_TOPIC_COLUMNS_ROWS = [0]
+_TOPIC_COLUMNS_MAX_ROWS = 1 << 23
+
+
+def _remember_topic(data: bytes, cols: TopicColumns) -> None:
+    for a in cols[1:]:
+        a.setflags(write=False)
+    n = len(cols.partitions)
+    if _TOPIC_COLUMNS_ROWS[0] + n > _TOPIC_COLUMNS_MAX_ROWS:
+        _TOPIC_COLUMNS.clear()
+        _TOPIC_COLUMNS_ROWS[0] = 0
+    if data not in _TOPIC_COLUMNS:
+        _TOPIC_COLUMNS[data] = cols
+        _TOPIC_COLUMNS_ROWS[0] += n
+
+
+def _padded(lists: list, n: int) -> np.ndarray:
+    width = max(map(len, lists), default=0)
+    if not width:
+        return np.zeros((n, 0), dtype=np.int32)
+    if all(len(x) == width for x in lists):
+        return np.array(lists, dtype=np.int32).reshape(n, width)
+    out = np.full((n, width), -1, dtype=np.int32)
+    for i, x in enumerate(lists):
+        out[i, :len(x)] = x
+    return out
+
+
+def decode_topic_columns(data: bytes | None) -> TopicColumns | None:
+    """TopicZNode.decode as columns; None for a body that is not a JSON object. A partition id or broker id
+    that is not a non-negative int32 raises ValueError (the columns could not hold it)."""
+    if type(data) is bytes:
+        cols = _TOPIC_COLUMNS.get(data)
+        if cols is not None:
+            return cols
+    js = parse_json(data)
+    if not isinstance(js, dict):
+        return None
+    adding = js.get("adding_replicas") or {}
+    removing = js.get("removing_replicas") or {}
+    parts = js.get("partitions") or {}
+    try:
+        keys = sorted(parts, key=int)
+        n = len(keys)
+        lists = ([parts[k] for k in keys], [adding.get(k, ()) for k in keys], [removing.get(k, ()) for k in keys])
+        if not all(type(x) is int and 0 <= x <= 0x7FFFFFFF for col in lists for row in col for x in row):
+            raise ValueError("broker ids must be non-negative int32s")
+        ids = [int(k) for k in keys]
+        if not all(0 <= p <= 0x7FFFFFFF for p in ids):
+            raise ValueError("partition ids must be non-negative int32s")
+        cols = TopicColumns(js.get("topic_id"), np.array(ids, dtype=np.int32).reshape(n), _padded(lists[0], n),
+                            _padded(lists[1], n), _padded(lists[2], n))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"topic znode {data[:80]!r}... cannot be read as columns: {e}") from None
+    if type(data) is bytes:
+        _remember_topic(data, cols)
+    else:
+        for a in cols[1:]:
+            a.setflags(write=False)
+    return cols
 
 
 class TopicIdReplicaAssignment(NamedTuple):
@@ -478,6 +633,9 @@ class TopicIdReplicaAssignment(NamedTuple):
 
 
 def decode_topic(topic: str, data: bytes | None) -> TopicIdReplicaAssignment:
+    cols = _TOPIC_COLUMNS.get(data) if type(data) is bytes else None
+    if cols is not None:
+        return TopicIdReplicaAssignment(topic, cols.topic_id, assignment_of_columns(topic, cols))
     js = parse_json(data)
     if not isinstance(js, dict):
         return TopicIdReplicaAssignment(topic, None, {})
@@ -489,6 +647,27 @@ def decode_topic(topic: str, data: bytes | None) -> TopicIdReplicaAssignment:
         assignment[(topic, int(p))] = ReplicaAssignment(tuple(parts[p]), tuple(adding.get(p, ())),
                                                         tuple(removing.get(p, ())))
     return TopicIdReplicaAssignment(topic, js.get("topic_id"), assignment)
+
+
+def _row_tuples(m: np.ndarray) -> list[tuple]:
+    """Each row of a -1 padded matrix as a tuple of its entries before the padding (equal rows: one tuple)."""
+    n = len(m)
+    if not m.shape[1]:
+        return [()] * n
+    rows, codes = _unique_rows(m)
+    pool = [tuple(x for x in r if x >= 0) if r[-1] < 0 else tuple(r) for r in rows.tolist()]
+    return list(map(pool.__getitem__, codes.tolist()))
+
+
+def assignment_of_columns(topic: str, cols: TopicColumns) -> dict:
+    """The (topic, partition) -> ReplicaAssignment of ``decode_topic``, from the columns."""
+    new = tuple.__new__
+    ps = cols.partitions.tolist()
+    replicas = _row_tuples(cols.replicas)
+    if not cols.adding.shape[1] and not cols.removing.shape[1]:
+        return {(topic, p): new(ReplicaAssignment, (r, (), ())) for p, r in zip(ps, replicas)}
+    return {(topic, p): new(ReplicaAssignment, (r, a, d))
+            for p, r, a, d in zip(ps, replicas, _row_tuples(cols.adding), _row_tuples(cols.removing))}
 
 
 # --- /brokers/topics/<t>/partitions/<p>/state ----------------------------------------------------------

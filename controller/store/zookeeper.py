@@ -965,7 +965,6 @@ class ZooKeeper:
 
     def _rollback(self, undo: list) -> None:
         """Undo a failed multi's changes, last first (each restores only the fields its op changed)."""
-        nodes = self._nodes
         sessions = self._sessions
         for rec in reversed(undo):
             kind = rec[0]
@@ -1297,6 +1296,116 @@ class ZooKeeper:
         table.put_many(ps, [x[0] for x in f], [x[1] for x in f], [x[2] for x in f], [x[3] for x in f], isr, isr_len,
                        zx, zx, 0, [r[1][1] for r in pending])
         pending.clear()
+
+    # --- creation of many partitions -------------------------------------------------------------------
+    # A controller creates a new topic's partitions as one pipelined batch: every parent
+    # .../partitions/<p> (a fenced multi each), then every .../partitions/<p>/state. Where nothing under the
+    # topic's /partitions is watched, the check is on another path, the session is live and every row is
+    # new, those multis cannot fail one by one nor fire a watch: they are done as array work (zxids as a
+    # range, one clock reading, the rows written as columns, the paths put in the tree at once). Anything
+    # else is left to the requests one by one (None: nothing done).
+    def _bulk_ready(self, session_id: int, topic: str, partitions, check: CheckOp) -> tuple | None:
+        """(session, partition ids as int64, the topic's table or None) when the batch can be done as arrays."""
+        if not plain_topic(topic) or topic in self._watched_under or type(check) is not CheckOp:
+            return None
+        _checked_ops((check,))
+        if partitions_topic(check.path) == topic:
+            return None
+        sess = self._sessions.get(session_id)
+        if sess is None:
+            return None
+        ps = np.asarray(partitions)
+        if ps.ndim != 1 or not len(ps) or ps.dtype.kind not in "iu":
+            return None
+        ps = ps.astype(np.int64, copy=False)
+        lo, hi = int(ps.min()), int(ps.max())
+        if lo < 0 or hi > 0x7FFFFFFF:
+            return None
+        table = self._tables.get(topic)
+        if not (hi < MIN_ROWS or hi < 2 * ((table.cap if table is not None else 0) + len(ps))):
+            return None
+        if len(ps) > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != len(ps):
+            return None
+        return sess, ps, table
+
+    def _bulk_txns(self, sess: _Session, n: int) -> np.ndarray:
+        """``n`` transactions of this moment: their zxids."""
+        now = self._now()
+        sess.last = now
+        z0 = self._zxid
+        self._zxid = z0 + n
+        self._times.extend(array("q", (now,)) * n)
+        return np.arange(z0 + 1, z0 + 1 + n, dtype=np.int64)
+
+    def create_partition_parents(self, session_id: int, topic: str, partitions, check: CheckOp
+                                 ) -> StateWriteOutcome | None:
+        """For each row in order, the multi [``check``, CreateOp(``/brokers/topics/<t>/partitions/<p>``, no
+        data)], as ``iter_multi`` would apply it, done as array work; None (nothing done) when it cannot be
+        (see above: a watch under the topic's /partitions, a check on a path there, a session gone, a
+        parent that exists, no /partitions node, partition ids repeated or beyond an int32)."""
+        ready = self._bulk_ready(session_id, topic, partitions, check)
+        if ready is None:
+            return None
+        sess, ps, table = ready
+        nodes = self._nodes
+        top = f"{TOPICS_PREFIX}{topic}/partitions"
+        node = nodes.get(top)
+        if type(node) is not tuple or node[_OWNER]:
+            return None
+        prefix = top + "/"
+        paths = [f"{prefix}{p}" for p in ps.tolist()]
+        if any(map(nodes.__contains__, paths)):
+            return None
+        n = len(ps)
+        code = np.zeros(n, dtype=np.int8)
+        zx = self._bulk_txns(sess, n)
+        checked = self._check_code(check)
+        if checked != R_OK:
+            code[:] = checked
+            return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        if table is None:
+            table = self._tables[topic] = StateTable(topic)
+        table.put_parents(ps, zx)
+        nodes.update(zip(paths, (~ps).tolist()))
+        data, czxid, mzxid, version, cversion, owner, pzxid, children = node
+        if children is None:
+            children = paths[0] if n == 1 else set(paths)
+        elif type(children) is str:
+            children = {children, *paths}
+        else:
+            children.update(paths)
+        nodes[top] = (data, czxid, mzxid, version, cversion + n, owner, int(zx[-1]), children)
+        return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+
+    def create_state_columns(self, session_id: int, topic: str, partitions, controller_epoch, leader, leader_epoch,
+                             isr: np.ndarray, isr_len, recovery, check: CheckOp) -> StateWriteOutcome | None:
+        """For each row in order, the multi [``check``, CreateOp(/state of the partition, its body)], as
+        ``iter_multi`` would apply it, done as array work; the body is ``encode_leader_and_isr(LeaderAndIsr(
+        leader, leader_epoch, isr[:isr_len], recovery), controller_epoch)``, made when it is read. Every value an
+        int32 (``controller_epoch`` a scalar or a column; ``recovery`` 0-255, ``isr_len`` at most
+        ``state_table.MAX_ISR``; ``isr`` (n, w), -1 after each row's ``isr_len``). None (nothing done) when it
+        cannot be: as ``create_partition_parents``, or a parent that is not one as Kafka creates it, or has
+        its /state already."""
+        ready = self._bulk_ready(session_id, topic, partitions, check)
+        if ready is None:
+            return None
+        sess, ps, table = ready
+        if table is None or int(ps.max()) >= table.cap or not (table.parent[ps] & ~table.pchild[ps]).all():
+            return None
+        n = len(ps)
+        code = np.zeros(n, dtype=np.int8)
+        zx = self._bulk_txns(sess, n)
+        checked = self._check_code(check)
+        if checked != R_OK:
+            code[:] = checked
+            return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        table.put_many(ps, controller_epoch, leader, leader_epoch, recovery, isr, isr_len, zx, zx, 0)
+        table.pcversion[ps] += 1
+        table.ppzxid[ps] = zx
+        table.pchild[ps] = True
+        prefix = table.prefix
+        self._nodes.update(zip([f"{prefix}{p}/state" for p in ps.tolist()], ps.tolist()))
+        return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
 
     # --- conveniences --------------------------------------------------------------------------------
     def create_recursive(self, session_id: int, path: str, data: bytes | None = b"", *,
