@@ -6,10 +6,12 @@ and the KafkaZkClient's column methods and ``/state`` creates go through ``ZooKe
 three models:
 
 * ``fast``: the table, and the client's batch forms;
-* ``ref``: the table, and the per-partition requests (``PartitionStateColumnsMixin``, ``iter_multi``);
+* ``ref``: the table, and the per-partition requests (``PartitionStateColumnsMixin``, ``iter_multi``, the
+  topic znode from a dict of replicas, creation columns sent as the dict of ``create_partition_states``);
 * ``bytes``: no table at all (every znode a tuple of bytes, as before the table), the per-partition requests;
 
-and asserts after every operation that the three agree on what each call returned or raised, the watch
+(the partitions' parents are rows of the table too, and are worked on directly: data set, children
+created, deleted, watched, multis rolled back), and asserts after every operation that the three agree on what each call returned or raised, the watch
 events delivered (to a handler of the client and to another session), and ``dump()``, ``to_dict()``, every
 Stat and the zxid. Handlers may act from inside a batch (bump the controller epoch, expire the writer's
 session, write bytes of another form to a later partition, create or delete one, re-arm their watch).
@@ -31,9 +33,9 @@ from controller.store.state_columns import PartitionStateColumnsMixin
 from controller.store.state_table import (
     MAX_ISR, MIN_ROWS, encode_state, parse_state, state_key,
 )
-from controller.store.zk_data import encode_leader_and_isr
-from controller.store.zookeeper import CheckOp, DeleteOp, KeeperError, SetDataOp, ZooKeeper
-from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from controller.store.zk_data import encode_leader_and_isr, encode_topic, parse_json, topic_path
+from controller.store.zookeeper import CheckOp, CreateOp, DeleteOp, KeeperError, SetDataOp, ZooKeeper
+from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 
 T0 = 1_700_000_000_000
 TOPICS = ("a", "b")
@@ -65,6 +67,40 @@ class ReferenceClient(KafkaZkClient):
 
     def _create_state_znodes(self, states, expected):
         return None
+
+    def _create_parents_in_bulk(self, runs, expected):
+        return False
+
+    def create_partition_states_columns(self, segments, controller_epoch, expected):
+        return self._create_columns_by_dict(segments, controller_epoch, expected)
+
+    def create_topic_with_replica_matrix(self, topic, configs, replicas, topic_id=None, *, validate=True,
+                                         uses_topic_id=True):
+        assignment = {p: tuple(r) for p, r in enumerate(np.asarray(replicas).tolist())}
+        if validate:
+            self.validate_topic_create(topic, assignment)
+        return self._create_topic(topic, dict(configs or {}), assignment, topic_id, uses_topic_id)
+
+    def create_topic_assignment(self, topic, topic_id, assignment):
+        self._create_recursive(topic_path(topic), encode_topic(topic_id, {
+            p: ReplicaAssignment(tuple(r)) for p, r in assignment.items()}))
+
+    def get_replica_assignment_columns(self, topics):
+        """The topics' assignments as TopicZNode.decode reads them (a JSON parse), as (topic id, [(partition,
+        replicas, adding, removing)])."""
+        out = {}
+        for topic in sorted(set(topics)):
+            r = self._get_data(topic_path(topic))
+            if r is None:
+                continue
+            js = parse_json(r[0])
+            if not isinstance(js, dict):
+                out[topic] = (None, [])
+                continue
+            parts, adding, removing = (js.get(k) or {} for k in ("partitions", "adding_replicas", "removing_replicas"))
+            out[topic] = (js.get("topic_id"), [(int(p), tuple(parts[p]), tuple(adding.get(p, ())),
+                                                tuple(removing.get(p, ()))) for p in sorted(parts, key=int)])
+        return out
 
 
 def state(topic, p):
@@ -316,6 +352,14 @@ def _norm(value):
     return value
 
 
+def _columns_form(c):
+    """A topic's assignment columns as the reference client gives them."""
+    def strip(row):
+        return tuple(x for x in row if x >= 0)
+    return (c.topic_id, [(p, strip(r), strip(a), strip(d)) for p, r, a, d in zip(
+        c.partitions.tolist(), c.replicas.tolist(), c.adding.tolist(), c.removing.tolist())])
+
+
 def _call(fn):
     try:
         return _norm(fn())
@@ -330,8 +374,39 @@ def draw_op(data, first=False):
     kind = "create" if first else data.draw(st.sampled_from(
         ["create"] * 3 + ["write"] * 6 + ["read"] * 3 + ["watch"] * 2 + ["handler"] * 3 + [
             "per_partition", "other_form", "child", "unhandler", "expire_writer", "expire_obs", "delete_topic",
-            "bump_epoch", "delete_epoch", "snapshot", "tick", "as_leader"]), label="op")
+            "bump_epoch", "delete_epoch", "snapshot", "tick", "as_leader"] + ["create_columns"] * 3 + ["parent"] * 4
+        + ["topic_matrix", "read_topics"]), label="op")
     topic = data.draw(st.sampled_from(TOPICS), label="topic")
+    if kind == "create_columns":
+        segments = []
+        for t in data.draw(st.lists(st.sampled_from(TOPICS), min_size=1, max_size=2, unique=True)):
+            parts = data.draw(st.lists(st.sampled_from(PARTITIONS + (8, 9)), max_size=10, unique=True))
+            n = len(parts)
+            rows = [data.draw(isrs) for _ in range(n)]
+            width = data.draw(st.integers(max((len(r) for r in rows), default=0), 4))
+            isr = np.full((n, width), -1, dtype=np.int32)
+            for i, r in enumerate(rows):
+                isr[i, :len(r)] = r
+            seg = (t, np.array(parts, dtype=data.draw(st.sampled_from([np.int32, np.int64]))),
+                   np.array([data.draw(st.integers(-1, 4)) for _ in parts], dtype=np.int32), isr)
+            if data.draw(st.booleans()):
+                seg += (np.array([data.draw(st.integers(0, 3)) for _ in parts], dtype=np.int32),
+                        np.array([data.draw(st.sampled_from([0, 0, 1])) for _ in parts], dtype=np.uint8))
+            segments.append(seg)
+        return kind, (segments, data.draw(st.integers(0, 3)),
+                      data.draw(st.sampled_from(["current", "current", "current", "stale"])),
+                      data.draw(st.sampled_from([True, True, False])))
+    if kind == "parent":
+        return kind, (topic, data.draw(st.sampled_from(PARTITIONS + (8,))), data.draw(st.sampled_from(
+            ["set_data", "set_none", "delete", "seq_child", "watch_exists", "watch_children", "watch_partitions",
+             "failed_multi", "multi_delete", "create", "read"])))
+    if kind == "topic_matrix":
+        n = data.draw(st.integers(0, 14))
+        rf = data.draw(st.integers(1, 3))
+        m = np.array([[data.draw(st.integers(0, 4)) for _ in range(rf)] for _ in range(n)], dtype=np.int32)
+        return kind, (data.draw(st.sampled_from(["x", "y", "a"])), m.reshape(n, rf))
+    if kind == "read_topics":
+        return kind, data.draw(st.lists(st.sampled_from(["a", "b", "x", "y", "nope"]), max_size=4))
     if kind == "create":
         n = data.draw(st.integers(1, 12))
         rows = []
@@ -460,6 +535,47 @@ def apply(world: World, op) -> object:
     if kind == "snapshot":
         world.restore()
         return None
+    if kind == "create_columns":
+        segments, ce, which, make_parents = arg
+        if make_parents and zk.is_alive(world.obs):
+            for seg in segments:
+                if f"/brokers/topics/{seg[0]}" not in zk:
+                    zk.create(world.obs, f"/brokers/topics/{seg[0]}", b"{}")
+        zkv = world.zkv if which == "current" else world.zkv + 1
+        return _call(lambda: w.create_partition_states_columns(segments, ce, zkv))
+    if kind == "parent":
+        topic, p, action = arg
+        obs = world.obs
+        path = f"/brokers/topics/{topic}/partitions/{p}"
+        if action == "set_data":
+            return _call(lambda: zk.set_data(obs, path, b"x"))
+        if action == "set_none":
+            return _call(lambda: zk.set_data(obs, path, None))
+        if action == "delete":
+            return _call(lambda: zk.delete(obs, path))
+        if action == "seq_child":
+            return _call(lambda: zk.create(obs, path + "/s-", b"", sequential=True))
+        if action == "watch_exists":
+            return _call(lambda: zk.exists(obs, path, watch=True))
+        if action == "watch_children":
+            return _call(lambda: zk.get_children(obs, path, watch=True))
+        if action == "watch_partitions":
+            return _call(lambda: zk.get_children(obs, f"/brokers/topics/{topic}/partitions", watch=True))
+        if action == "failed_multi":
+            return _call(lambda: zk.multi(obs, [DeleteOp(path + "/state"), CreateOp(path + "/x", None),
+                                                CreateOp(f"/brokers/topics/{topic}/partitions/9", None),
+                                                CheckOp("/nope")]))
+        if action == "multi_delete":
+            return _call(lambda: zk.multi(obs, [DeleteOp(path + "/state"), DeleteOp(path)]))
+        if action == "create":
+            return _call(lambda: zk.create(obs, path, None))
+        return _call(lambda: (zk.get_data(obs, path), zk.get_children(obs, path), zk.exists(obs, path + "/state")))
+    if kind == "topic_matrix":
+        name, m = arg
+        return _call(lambda: w.create_topic_with_replica_matrix(name, {}, m))
+    if kind == "read_topics":
+        got = w.get_replica_assignment_columns(arg)
+        return _norm({t: c if type(c) is tuple else _columns_form(c) for t, c in got.items()})
     if kind == "tick":
         world.clock.now += arg
         r = zk.tick()
