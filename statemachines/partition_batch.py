@@ -21,10 +21,7 @@ from events.columns import DictColumn, ListColumn
 from statemachines import election_arrays as ea
 from statemachines import failures as fail
 from statemachines.leader_and_isr import LeaderAndIsr, TopicPartition
-from statemachines.replica_batch import update_metadata_of
 from statemachines.states import ONLINE_PARTITION, PARTITION_BY_BYTE
-
-
 
 
 def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: dict, log_info: bool) -> bool:
@@ -116,8 +113,6 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
 
     # Successful writes: cached, and LeaderAndIsr + UpdateMetadata for the live replicas (row order).
     done_rows, done_lai, done_codes = [], [], []
-    tuples = ctx.pool.tuples
-    recipients_all, req_tps, states, selected = [], [], [], []
     for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, _v), new_version in zip(
             segments, elected, written):
         ok = new_version >= 0
@@ -128,22 +123,14 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
                                                                   recipients[ok], leader_epoch[ok])
         new_version = new_version[ok]
         ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
-        selected.append((ts, sel))
+        sm.batch.add_leader_and_isr_columns(ts, sel, recipients, False)
         isr_t = sm.context.tuples_of_rows(isr)
-        rcodes = ctx.assignment_codes(ts, sel).tolist()
         new = tuple.__new__
-        for i, (p, ld, le, rc, v, code) in enumerate(zip(sel.tolist(), leader.tolist(), leader_epoch.tolist(),
-                                                          recovery.tolist(), new_version.tolist(), codes.tolist())):
-            tp = (ts.name, p)
-            replicas = tuples[rcodes[i]]
-            req_tps.append(tp)
-            states.append((epoch, ld, le, isr_t[i], v, replicas, ts.adding.get(p, ()), ts.removing.get(p, ()), rc))
+        for i, (ld, le, rc, v, code) in enumerate(zip(leader.tolist(), leader_epoch.tolist(), recovery.tolist(),
+                                                       new_version.tolist(), codes.tolist())):
             done_lai.append(new(LeaderAndIsr, (ld, le, isr_t[i], rc, v)))
             done_codes.append(code)
-        recipients_all.extend(sm.context.tuples_of_rows(recipients))
         done_rows.extend((start + rows).tolist())
-    sm.batch.add_leader_and_isr_requests(recipients_all, req_tps, states, False,
-                                         update_metadata_of(sm.batch, selected))
 
     # Kafka's order of the first round's results: failed reads, failed elections, then the writes in order.
     outcome: dict = {}
@@ -291,7 +278,6 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             # Kafka reports NewPartition as the target here (sic).
             done[tp] = sm._log_failed_state_change(tp, ctx.partition_state(tp), NEW_PARTITION, exc)
         return done
-    recipients, req_tps, states, selected = [], [], [], []
     for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
         sel = parts[rows]
         ok = np.fromiter((responses[(ts.name, p)] is None for p in sel.tolist()), dtype=bool, count=len(sel))
@@ -300,18 +286,9 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             n = len(okp)
             ctx.put_leadership_arrays(ts, okp, leader[ok], np.zeros(n, dtype=np.int32), ctx.codes_of_rows(isr[ok]),
                                       0, np.zeros(n, dtype=np.int32), epoch)
-            selected.append((ts, okp))
-        rcodes = ctx.assignment_codes(ts, sel).tolist()
-        for i, (p, ld, keep) in enumerate(zip(sel.tolist(), leader.tolist(), ok.tolist())):
+            sm.batch.add_leader_and_isr_columns(ts, okp, isr[ok], True)
+        for p, keep in zip(sel.tolist(), ok.tolist()):
             tp = (ts.name, p)
-            if not keep:
-                done[tp] = sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, responses[tp])
-                continue
-            lai = to_create[tp].leader_and_isr
-            recipients.append(lai.isr)
-            req_tps.append(tp)
-            states.append((epoch, ld, 0, lai.isr, 0, tuples[rcodes[i]], ts.adding.get(p, ()), ts.removing.get(p, ()),
-                           RECOVERED))
-            done[tp] = lai
-    sm.batch.add_leader_and_isr_requests(recipients, req_tps, states, True, update_metadata_of(sm.batch, selected))
+            done[tp] = to_create[tp].leader_and_isr if keep else \
+                sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, responses[tp])
     return done

@@ -232,21 +232,11 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
             return False
         checked.append((cols, cur, has_info))
     if target == ONLINE_REPLICA:
-        tuples = ctx.pool.tuples
-        recipients, tps, states, selected = [], [], [], []
         for (ts, parts, _, _), (_, cur, has_info) in zip(segments, checked):
             sel = parts[(cur != NEW_REPLICA) & has_info]
-            if not len(sel):
-                continue
-            selected.append((ts, sel))
-            ce, leader, le, icode, pe, rec = (a.tolist() for a in ctx.leadership_arrays(ts, sel))
-            rcodes = ctx.assignment_codes(ts, sel).tolist()
-            for i, p in enumerate(sel.tolist()):
-                recipients.append((replica_id,))
-                tps.append((ts.name, p))
-                states.append((ce[i], leader[i], le[i], tuples[icode[i]], pe[i], tuples[rcodes[i]],
-                               ts.adding.get(p, ()), ts.removing.get(p, ()), rec[i]))
-        sm.batch.add_leader_and_isr_requests(recipients, tps, states, False, update_metadata_of(sm.batch, selected))
+            if len(sel):
+                sm.batch.add_leader_and_isr_columns(ts, sel, np.full((len(sel), 1), replica_id, dtype=np.int32),
+                                                    False)
     succeed_columns(sm, replica_id, replicas, segments, checked, target)
     return True
 
