@@ -209,9 +209,8 @@ class BrokerServer:
                     self._metadata_image, self.cluster._shared_partitions(partitions))
             return NONE, {}
         if request.api == API_STOP_REPLICA:
-            if columnar:
-                return NONE, self._stop_replica_columns(partitions)
-            return NONE, self._stop_replica_records(partitions)
+            errors = self._stop_replica_columns(partitions) if columnar else None
+            return NONE, (errors if errors is not None else self._stop_replica_records(partitions))
         return NONE, {}
 
     def _leader_and_isr_columns(self, batch: ColumnBatch) -> PartitionErrors | None:
@@ -220,10 +219,9 @@ class BrokerServer:
         names a partition twice (the records then go one by one)."""
         shared = self._columns
         keys = shared.batch_keys(batch)
-        n = len(keys)
-        if n > 1 and not bool(np.all(keys[1:] > keys[:-1])) and len(np.unique(keys)) != n:
+        if not _distinct(keys):
             return None
-        rows = np.empty((n, 4), dtype=np.int32)
+        rows = np.empty((len(keys), 4), dtype=np.int32)
         rows[:, L_LEADER] = int32s("leader", batch.column("leader"))
         rows[:, L_EPOCH] = int32s("leader_epoch", batch.column("leader_epoch"))
         rows[:, L_ISR] = shared.tuple_codes(batch.column("isr"))
@@ -260,11 +258,15 @@ class BrokerServer:
         held.update(applied)
         return errors
 
-    def _stop_replica_columns(self, batch: ColumnBatch) -> PartitionErrors:
-        """StopReplica as arrays: delete_partition drops the partitions' LeaderAndIsr state."""
+    def _stop_replica_columns(self, batch: ColumnBatch) -> PartitionErrors | None:
+        """StopReplica as arrays: delete_partition drops the partitions' LeaderAndIsr state. None when the
+        request names a partition twice."""
+        keys = self._columns.batch_keys(batch)
+        if not _distinct(keys):
+            return None
         deleted = np.asarray(batch.column("delete_partition"), dtype=bool)
         if deleted.any():
-            self.leader_and_isr.remove(self._columns.batch_keys(batch)[deleted])
+            self.leader_and_isr.remove(keys[deleted])
         return PartitionErrors.uniform(batch.column("topic"), batch.column("partition"), NONE)
 
     def _stop_replica_records(self, partitions) -> dict:
@@ -289,6 +291,11 @@ class BrokerServer:
 
 
 _LEADER_AND_ISR_ERRORS = (NONE, STALE_CONTROLLER_EPOCH)
+
+
+def _distinct(keys: np.ndarray) -> bool:
+    """No partition twice (the controller's requests are in key order: checked without sorting)."""
+    return len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])) or len(np.unique(keys)) == len(keys)
 
 
 class Cluster:
