@@ -151,20 +151,24 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
         finished.update(sm._elect_leader_for_partitions(tps, strategy, current))
 
     # PartitionTransition records and OnlinePartition, in the results' order.
-    rows_out, online = [], []
+    online, currents, codes = [], [], []
     for tp, res in finished.items():
         if isinstance(res, Exception):
             results[tp] = res
             continue
         lai, code = res
         results[tp] = lai
-        rows_out.append((tp[0], tp[1], current[tp], ONLINE_PARTITION, ctx.partition_replica_assignment(tp),
-                         lai.leader, lai.leader_epoch, lai.isr, lai.partition_epoch, lai.recovery_state, code))
         online.append(tp)
+        currents.append(current[tp])
+        codes.append(code)
         if log_info:
             sm._log.info(f"Changed partition {TopicPartition(*tp)} from {PARTITION_BY_BYTE[current[tp]]} to "
                          f"OnlinePartition with state {lai.kafka_str()}", epoch=epoch)
-    sm.journal.emit_rows(PartitionTransition, rows_out)
+    if not emit_partition_transitions(sm, online, currents, ONLINE_PARTITION, np.asarray(codes, dtype=np.uint8)):
+        sm.journal.emit_rows(PartitionTransition, [
+            (tp[0], tp[1], cur, ONLINE_PARTITION, ctx.partition_replica_assignment(tp), lai.leader, lai.leader_epoch,
+             lai.isr, lai.partition_epoch, lai.recovery_state, code)
+            for tp, cur, code, lai in zip(online, currents, codes, (results[tp] for tp in online))])
     ctx.put_partition_states(online, ONLINE_PARTITION)
     return True
 
@@ -172,9 +176,10 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
 COLUMN_MIN = 64  # partitions from which transition records are emitted as one columnar batch
 
 
-def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int], target: int, code: int) -> bool:
+def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int], target: int, code) -> bool:
     """``PartitionStateMachine._emit_many`` as one columnar batch (assignment and leadership from the
-    context's columns); False when the partitions are too few or not grouped by topic."""
+    context's columns; ``code`` the election, one for all or an array); False when the partitions are too few
+    or not grouped by topic."""
     if len(partitions) < COLUMN_MIN:
         return False
     ctx = sm.context
@@ -203,7 +208,8 @@ def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int],
         leader=np.concatenate(cols["leader"]), leader_epoch=np.concatenate(cols["leader_epoch"]),
         isr=list_column(np.concatenate([_pad(m, width) for m in cols["isr"]])),
         partition_epoch=np.concatenate(cols["partition_epoch"]),
-        recovery_state=np.concatenate(cols["recovery_state"]), election=np.full(n, code, dtype=np.uint8))
+        recovery_state=np.concatenate(cols["recovery_state"]),
+        election=np.broadcast_to(np.asarray(code, dtype=np.uint8), (n,)))
     return True
 
 

@@ -15,9 +15,10 @@ import logging
 
 import numpy as np
 
-from events.columns import DictColumn, ListColumn
+from events.columns import DictColumn
 from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
+from statemachines.partition_batch import list_column
 from statemachines import failures
 from statemachines.leader_and_isr import TopicPartition
 from statemachines.states import (
@@ -100,7 +101,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
         n = len(rows)
         sm.journal.emit_columns(LeaderAndIsrUpdated, topic=DictColumn((ts.name,), np.zeros(n, dtype=np.int32)),
                                 partition=parts[rows], leader=leader, leader_epoch=leader_epoch,
-                                isr=padded_list_column(isr), partition_epoch=version, recovery_state=recovery,
+                                isr=list_column(isr), partition_epoch=version, recovery_state=recovery,
                                 reason=np.full(n, UPDATE_OFFLINE_REPLICA, dtype=np.int32),
                                 replica=np.full(n, replica_id, dtype=np.int32))
     for row, exc in failed_reads + errors:
@@ -155,14 +156,6 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: lis
         done.append((ts, p, np.array([ctx.replica_state((tp[0], tp[1], replica_id))], dtype=np.uint8)))
     transitions_columns(sm, replica_id, done, OFFLINE_REPLICA)
     return True
-
-
-def padded_list_column(m: np.ndarray) -> ListColumn:
-    """The rows of a -1 padded int matrix as an int tuple column (each row's ids >= 0, in order)."""
-    keep = m >= 0
-    offsets = np.zeros(len(m) + 1, dtype=np.int64)
-    np.cumsum(keep.sum(axis=1), out=offsets[1:])
-    return ListColumn(offsets, m[keep])
 
 
 def _log_isr_removals(sm, ts, sel: np.ndarray, replica_id: int) -> None:
