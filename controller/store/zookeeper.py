@@ -315,6 +315,113 @@ def _checked_ops(ops: Iterable) -> list:
     return ops
 
 
+_MISSING = object()
+_PREFIX_LEN = len(TOPICS_PREFIX)
+
+
+class _Tree(dict):
+    """The znodes by path: a dict of node tuples, and every row of the /state tables (``tables``: topic ->
+    StateTable) without an entry of its own — a lookup of a row's path that the dict does not hold answers the
+    row's marker (``p`` for a /state row, ``~p`` for a parent row) while the table holds the row, so a table
+    of a million partitions adds no path strings and no dict entries. Storing a marker at a path only drops
+    an entry the dict may hold there (the caller has put the row in the table); storing a tuple at a row's
+    path requires the row to have been dropped; deleting a row's path leaves dropping the row to the caller."""
+    __slots__ = ("tables",)
+
+    def __init__(self, tables: dict[str, StateTable], nodes: dict | None = None):
+        super().__init__(nodes or {})
+        self.tables = tables
+
+    def _row(self, path: str) -> int | None:
+        """The marker of the table row at ``path`` (which starts with TOPICS_PREFIX), None if none is held."""
+        i = path.find("/", _PREFIX_LEN)
+        if i < 0:
+            return None
+        table = self.tables.get(path[_PREFIX_LEN:i])
+        if table is None or not path.startswith("/partitions/", i):
+            return None
+        rest = path[i + 12:]
+        state = rest[-6:] == "/state"
+        if state:
+            rest = rest[:-6]
+        if not (rest.isdigit() and rest.isascii() and len(rest) <= 10 and (rest[0] != "0" or rest == "0")):
+            return None
+        p = int(rest)
+        if p >= table.cap:
+            return None
+        if state:
+            return p if table.present.item(p) else None
+        return ~p if table.parent.item(p) else None
+
+    def get(self, path, default=None):
+        node = dict.get(self, path)
+        if node is not None:
+            return node
+        if self.tables and path[:_PREFIX_LEN] == TOPICS_PREFIX:
+            row = self._row(path)
+            if row is not None:
+                return row
+        return default
+
+    def __contains__(self, path) -> bool:
+        return dict.__contains__(self, path) or (
+            bool(self.tables) and path[:_PREFIX_LEN] == TOPICS_PREFIX and self._row(path) is not None)
+
+    def __getitem__(self, path):
+        node = dict.get(self, path)
+        if node is None:
+            node = self._row(path) if self.tables and path[:_PREFIX_LEN] == TOPICS_PREFIX else None
+            if node is None:
+                raise KeyError(path)
+        return node
+
+    def __setitem__(self, path, node) -> None:
+        if type(node) is int:
+            dict.pop(self, path, None)
+        else:
+            dict.__setitem__(self, path, node)
+
+    def __delitem__(self, path) -> None:
+        if dict.pop(self, path, _MISSING) is _MISSING and path not in self:
+            raise KeyError(path)
+
+    def pop(self, path, default=_MISSING):
+        node = dict.pop(self, path, _MISSING)
+        if node is _MISSING:
+            node = self.get(path)
+            if node is None:
+                if default is _MISSING:
+                    raise KeyError(path)
+                return default
+        return node
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + sum(t.count + t.pcount for t in self.tables.values())
+
+    def entries(self) -> list[tuple[str, tuple | int]]:
+        """(path, node tuple or row marker) of every znode, in no particular order."""
+        out = list(dict.items(self))
+        for table in self.tables.values():
+            prefix = table.prefix
+            ps = np.flatnonzero(table.parent).tolist()
+            out.extend(zip([f"{prefix}{p}" for p in ps], [~p for p in ps]))
+            ps = np.flatnonzero(table.present).tolist()
+            out.extend(zip([f"{prefix}{p}/state" for p in ps], ps))
+        return out
+
+    def __iter__(self):
+        return iter([path for path, _ in self.entries()])
+
+    def keys(self):
+        return [path for path, _ in self.entries()]
+
+    def items(self):
+        return self.entries()
+
+    def values(self):
+        return [node for _, node in self.entries()]
+
+
 _EV_WATCH, _EV_CALL = 0, 1
 _first = itemgetter(0)
 _U_CREATED, _U_DELETED, _U_SET, _U_WATCHES = 0, 1, 2, 3
@@ -339,7 +446,8 @@ class ZooKeeper:
         self._min_session_timeout = lo
         self._max_session_timeout = hi
         self._clock = clock
-        self._nodes: dict[str, tuple] = {"/": (None, 0, 0, 0, 0, 0, 0, None)}
+        self._tables: dict[str, StateTable] = {}            # topic -> its /state znodes and parents, see _put
+        self._nodes = _Tree(self._tables, {"/": (None, 0, 0, 0, 0, 0, 0, None)})
         self._zxid = ZXID_BASE                      # last zxid handed out
         self._times = array("q")                    # txn time by (zxid - ZXID_BASE - 1)
         self._sessions: dict[int, _Session] = {}
@@ -350,7 +458,6 @@ class ZooKeeper:
         self._pending: deque = deque()
         self._delivering = False
         self._intern: dict[bytes, bytes] = {}
-        self._tables: dict[str, StateTable] = {}            # topic -> its /state znodes, see _put
         self._state_watched: dict[str, set[int]] = {}       # topic -> partitions whose /state has a data watch
         self._watched_under: dict[str, int] = {}            # topic -> watched paths at or below its /partitions
 
@@ -1218,6 +1325,7 @@ class ZooKeeper:
         intern = self._intern
         prefix = f"{TOPICS_PREFIX}{topic}/partitions/"
         pending: list[tuple] = []       # rows created into the table, written into it in one go
+        pending_ps: set[int] = set()    # their partitions (not held by the table until written)
         checked = None                  # the check's outcome, while no watcher has run
         stopped = -1
         table = self._tables.get(topic)
@@ -1232,6 +1340,7 @@ class ZooKeeper:
             data = datas[k]
             if own_check or path in data_watches or parent_path in child_watches:
                 self._flush_created(topic, pending)
+                pending_ps.clear()
                 code[k], _, delivered = self._fenced_one(sess, check, CreateOp(path, data))
                 table = self._tables.get(topic)
                 if delivered:
@@ -1250,7 +1359,7 @@ class ZooKeeper:
             if parent is None:
                 code[k] = R_NONODE
                 continue
-            if path in nodes:
+            if path in nodes or p in pending_ps:
                 code[k] = R_NODEEXISTS
                 continue
             prow = parent if type(parent) is int else None
@@ -1266,7 +1375,7 @@ class ZooKeeper:
                 if p >= table.cap:
                     table.grow(p + 1)
                 pending.append((p, parsed, zxid))
-                nodes[path] = p
+                pending_ps.add(p)
             else:
                 if data is not None and len(data) <= _INTERN_MAX_LEN:
                     data = intern.get(data) or self._share(data)
@@ -1354,7 +1463,7 @@ class ZooKeeper:
             return None
         prefix = top + "/"
         paths = [f"{prefix}{p}" for p in ps.tolist()]
-        if any(map(nodes.__contains__, paths)):
+        if node[_CHILDREN] is not None and any(map(nodes.__contains__, paths)):   # a new topic has no parents
             return None
         n = len(ps)
         code = np.zeros(n, dtype=np.int8)
@@ -1366,7 +1475,6 @@ class ZooKeeper:
         if table is None:
             table = self._tables[topic] = StateTable(topic)
         table.put_parents(ps, zx)
-        nodes.update(zip(paths, (~ps).tolist()))
         data, czxid, mzxid, version, cversion, owner, pzxid, children = node
         if children is None:
             children = paths[0] if n == 1 else set(paths)
@@ -1403,8 +1511,6 @@ class ZooKeeper:
         table.pcversion[ps] += 1
         table.ppzxid[ps] = zx
         table.pchild[ps] = True
-        prefix = table.prefix
-        self._nodes.update(zip([f"{prefix}{p}/state" for p in ps.tolist()], ps.tolist()))
         return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
 
     # --- conveniences --------------------------------------------------------------------------------
@@ -1482,13 +1588,18 @@ class ZooKeeper:
                 node = self._tables[topic_of(path)].node(node)
             yield path, node[_DATA], self._stat(node)
 
+    def _sorted_entries(self) -> list[tuple[str, tuple | int]]:
+        """Every (path, node tuple or row marker), parents before children, siblings by name."""
+        entries = self._nodes.entries()
+        entries.sort(key=lambda e: _component_key(e[0]))
+        return entries
+
     def dump(self) -> str:
         """A recursive listing like ``zkCli.sh``: one line per znode, ``path`` or ``path = data``."""
         lines = []
-        nodes = self._nodes
         node_of = self._materializer()
-        for path in sorted(nodes, key=_component_key):
-            data = node_of(path, nodes[path])[_DATA]
+        for path, node in self._sorted_entries():
+            data = node_of(path, node)[_DATA]
             if data:
                 text = data.decode("utf-8", "backslashreplace").replace("\n", "\\n")
                 lines.append(f"{path} = {text}")
@@ -1501,7 +1612,6 @@ class ZooKeeper:
         (parents first) with its stats (``cversion`` as stored: the creations), the zxid counter and
         transaction times, the sessions (with their negotiated timeouts) and their armed watches. Plain
         lists, ints, bytes and None."""
-        nodes = self._nodes
         node_of = self._materializer()
         return {
             "tick_time_ms": self._tick_time,
@@ -1510,7 +1620,7 @@ class ZooKeeper:
             "zxid": self._zxid,
             "times": self._times.tolist(),
             "next_session_id": self._next_sid,
-            "nodes": [[p, *node_of(p, nodes[p])[:_CHILDREN]] for p in sorted(nodes, key=_component_key)],
+            "nodes": [[p, *node_of(p, node)[:_CHILDREN]] for p, node in self._sorted_entries()],
             "sessions": [[sid, s.timeout, s.last] for sid, s in sorted(self._sessions.items())],
             "watch_seq": self._watch_seq,
             "data_watches": sorted([p, sid, seq] for p, e in self._data_watches.items() for sid, seq in e.items()),
@@ -1539,8 +1649,8 @@ class ZooKeeper:
             if owner and owner in zk._sessions:
                 zk._sessions[owner].ephemerals.add(path)
         get = children.get
-        zk._nodes = {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
-                     for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]}
+        zk._nodes = _Tree(zk._tables, {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
+                                       for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]})
         zk._load_state_tables()
         zk._watch_seq = d["watch_seq"]
         for key, table, is_child in (("data_watches", zk._data_watches, False),
