@@ -4,8 +4,9 @@ Two structures, no Python object per partition:
 
 * :class:`LeaderAndIsrTable` — one broker's LeaderAndIsr state, (topic, partition) -> (leader,
   leader_epoch, isr, partition_epoch): a sorted int64 key per partition (topic id << 32 | partition)
-  and an int32 row (leader, leader_epoch, isr code, partition_epoch). A broker holds the partitions it
-  hosts, a tenth of the cluster at RF 3 on 30 brokers: sparse, so sorted keys rather than a slot per
+  and an int32 row (leader, leader_epoch, partition_epoch, ISR length, the ISR -1 padded). A broker holds
+  the partitions it
+hosts, a tenth of the cluster at RF 3 on 30 brokers: sparse, so sorted keys rather than a slot per
   partition. The topic ids of a cluster are given in the order the brokers first see the topics, so
   a new topic's keys come after every key a table holds and its partitions are appended.
 * :class:`MetadataImage` — an UpdateMetadata cache (every partition of the cluster, on every broker):
@@ -36,13 +37,17 @@ __all__ = ["BrokerColumns", "LeaderAndIsrTable", "MetadataImage", "MetadataView"
 _I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
 _PART_BITS = 32
 _PART_MASK = (1 << _PART_BITS) - 1
+# Int tuple packing (BrokerColumns.tuple_codes): length in 2 bits, then up to 3 values of 20 bits.
+_LEN_BITS, _SLOT_BITS, _PACKED_WIDTH = 2, 20, 3
+_LEN_MASK, _SLOT_MASK = (1 << _LEN_BITS) - 1, (1 << _SLOT_BITS) - 1
 
 # MetadataImage row columns.
 HDR, BROKERS, SCE, LEADER, LEADER_EPOCH, ISR, PARTITION_EPOCH, REPLICAS, OFFLINE = range(9)
 META_WIDTH = 9
 TUPLE_COLUMNS = (BROKERS, ISR, REPLICAS, OFFLINE)
-# LeaderAndIsrTable row columns.
-L_LEADER, L_EPOCH, L_ISR, L_PARTITION_EPOCH = range(4)
+# LeaderAndIsrTable row columns: then the ISR's brokers, -1 padded to the table's width.
+L_LEADER, L_EPOCH, L_PARTITION_EPOCH, L_ISR_LEN = range(4)
+L_ISR = 4
 
 _UMP_KIND = UpdateMetadataPartition.KIND
 _new = tuple.__new__
@@ -52,6 +57,8 @@ def int32s(name: str, values) -> np.ndarray:
     """``values`` as int32, or a ValueError naming the field when one does not fit (Kafka's fields are int32)."""
     a = np.asarray(values)
     if a.dtype != np.int32:
+        if a.dtype.kind in "iu" and a.dtype.itemsize < 4 or a.dtype == np.uint8:
+            return a.astype(np.int32)
         if a.size and a.dtype.kind in "iu" and (int(a.min()) < _I32_MIN or int(a.max()) > _I32_MAX):
             raise ValueError(f"{name}: values outside the int32 range (min {int(a.min())}, max {int(a.max())})")
         if a.size and a.dtype.kind not in "iu":
@@ -97,6 +104,7 @@ class BrokerColumns:
         self.headers = _Pool()
         self.empty_image = MetadataImage({}, 0)
         self._rank: np.ndarray | None = None      # topic id -> rank of its name
+        self._packed: dict[int, int] = {}         # packed short tuple -> its code (tuple_codes)
         self._applied: dict[tuple, tuple] = {}    # (id(image), id(partitions)) -> (image ref, partitions, result ref)
         self._updates: dict[int, tuple] = {}      # id(batch) -> (batch, normalised update)
 
@@ -166,22 +174,32 @@ class BrokerColumns:
         lo, hi = int(values.min()), int(values.max())
         if int(lengths.min()) == width:
             m = values.reshape(n, width)
-            if (m == m[0]).all():
+            if width > _PACKED_WIDTH and (m == m[0]).all():   # the recipients of an UpdateMetadata
                 return np.full(n, code(tuple(m[0].tolist())), dtype=np.int32)
         else:
-            m = np.full((n, width), lo, dtype=values.dtype)   # (the lengths tell padding from values)
+            m = np.full((n, width), max(lo, 0), dtype=values.dtype)   # (the lengths tell padding from values)
             rows = np.repeat(np.arange(n), lengths)
             m[rows, np.arange(len(values)) - offsets[:-1][rows]] = values
-        bits = (hi - lo + 1).bit_length()
-        lbits = width.bit_length()
-        if bits * width + lbits <= 63:
+        if lo >= 0 and hi < 1 << _SLOT_BITS and width <= _PACKED_WIDTH:
+            # Short tuples of small ints (replica lists, ISRs): a fixed packing into one int64, whose
+            # code the pool remembers, so a request costs one np.unique and a dict lookup per distinct tuple.
+            m = m.astype(np.int64)
             key = lengths.astype(np.int64)
             for j in range(width):
-                key = (key << bits) | (m[:, j].astype(np.int64) - lo)
-            _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        else:
-            _, first, inverse = np.unique(np.column_stack([lengths, m]), axis=0, return_index=True,
-                                          return_inverse=True)
+                key |= m[:, j] << (_LEN_BITS + _SLOT_BITS * j)
+            uniq, inverse = np.unique(key, return_inverse=True)
+            packed = self._packed
+            codes = []
+            for k in uniq.tolist():
+                c = packed.get(k)
+                if c is None:
+                    t = tuple((k >> (_LEN_BITS + _SLOT_BITS * j)) & _SLOT_MASK for j in range(k & _LEN_MASK))
+                    c = packed[k] = code(t)
+                codes.append(c)
+            return np.array(codes, dtype=np.int32)[inverse.reshape(-1)]
+        if lo < 0:
+            m = m.astype(np.int64) - lo
+        _, first, inverse = np.unique(np.column_stack([lengths, m]), axis=0, return_index=True, return_inverse=True)
         flat = values.tolist()
         starts = offsets.tolist()
         uniq = np.array([code(tuple(flat[starts[i]:starts[i + 1]])) for i in first.tolist()], dtype=np.int32)
@@ -240,6 +258,23 @@ class BrokerColumns:
 # LeaderAndIsr state of one broker
 # ---------------------------------------------------------------------------------------------
 
+def isr_block(column: ListColumn) -> tuple[np.ndarray, np.ndarray]:
+    """An int tuple column as (lengths, an int32 matrix of the tuples, -1 padded)."""
+    offsets = np.asarray(column.offsets)
+    n = len(offsets) - 1
+    values = int32s("isr", np.asarray(column.values)[int(offsets[0]):int(offsets[-1])]) if n > 0 else None
+    if n <= 0 or not len(values):
+        return np.zeros(max(n, 0), dtype=np.int32), np.zeros((max(n, 0), 0), dtype=np.int32)
+    width = int(offsets[1] - offsets[0])
+    if len(values) == n * width and width and bool(np.all(np.diff(offsets) == width)):
+        return np.full(n, width, dtype=np.int32), values.reshape(n, width)
+    lengths = np.diff(offsets).astype(np.int32)
+    m = np.full((n, int(lengths.max())), -1, dtype=np.int32)
+    rows = np.repeat(np.arange(n), lengths)
+    m[rows, np.arange(len(values)) - (offsets[:-1] - offsets[0])[rows]] = values
+    return lengths, m
+
+
 class LeaderAndIsrTable(MutableMapping):
     """One broker's LeaderAndIsr state: (topic, partition) -> (leader, leader_epoch, isr, partition_epoch)."""
 
@@ -248,8 +283,19 @@ class LeaderAndIsrTable(MutableMapping):
     def __init__(self, shared: BrokerColumns):
         self._shared = shared
         self._keys = np.zeros(0, dtype=np.int64)
-        self._rows = np.zeros((0, 4), dtype=np.int32)
+        self._rows = np.zeros((0, L_ISR), dtype=np.int32)
         self._size = 0
+
+    @staticmethod
+    def rows(leader, leader_epoch, partition_epoch, isr_lengths: np.ndarray, isrs: np.ndarray) -> np.ndarray:
+        """Table rows from columns (``isrs``: -1 padded, as ``isr_block`` gives them)."""
+        out = np.empty((len(isr_lengths), L_ISR + isrs.shape[1]), dtype=np.int32)
+        out[:, L_LEADER] = leader
+        out[:, L_EPOCH] = leader_epoch
+        out[:, L_PARTITION_EPOCH] = partition_epoch
+        out[:, L_ISR_LEN] = isr_lengths
+        out[:, L_ISR:] = isrs
+        return out
 
     # --- reading ----------------------------------------------------------------------------------
     def _find(self, key) -> int:
@@ -260,8 +306,8 @@ class LeaderAndIsrTable(MutableMapping):
         return i if i < len(keys) and keys[i] == key else -1
 
     def _value(self, i: int) -> tuple:
-        leader, epoch, isr, pe = self._rows[i].tolist()
-        return leader, epoch, self._shared.tuples.items[isr], pe
+        row = self._rows[i].tolist()
+        return row[L_LEADER], row[L_EPOCH], tuple(row[L_ISR:L_ISR + row[L_ISR_LEN]]), row[L_PARTITION_EPOCH]
 
     def get(self, tp, default=None):
         i = self._find(self._shared.key(tp))
@@ -286,12 +332,10 @@ class LeaderAndIsrTable(MutableMapping):
         return iter(self._shared.tps(self._keys[:self._size][self._order()]))
 
     def _pairs(self) -> list[tuple]:
-        order = self._order()
-        rows = self._rows[:self._size][order]
-        tuples = self._shared.tuples.items
-        values = zip(rows[:, L_LEADER].tolist(), rows[:, L_EPOCH].tolist(),
-                     map(tuples.__getitem__, rows[:, L_ISR].tolist()), rows[:, L_PARTITION_EPOCH].tolist())
-        return list(zip(self._shared.tps(self._keys[:self._size][order]), values))
+        keys, rows = self.columns()
+        values = [(r[L_LEADER], r[L_EPOCH], tuple(r[L_ISR:L_ISR + r[L_ISR_LEN]]), r[L_PARTITION_EPOCH])
+                  for r in rows.tolist()]
+        return list(zip(self._shared.tps(keys), values))
 
     def items(self) -> ItemsView:
         return _Items(self)
@@ -300,9 +344,11 @@ class LeaderAndIsrTable(MutableMapping):
         return _Values(self)
 
     def columns(self) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, rows) in (topic, partition) order: copies."""
+        """(keys, rows) in (topic, partition) order, the ISRs only as wide as the longest: copies."""
         order = self._order()
-        return self._keys[:self._size][order], self._rows[:self._size][order]
+        rows = self._rows[:self._size][order]
+        width = int(rows[:, L_ISR_LEN].max()) if len(rows) else 0
+        return self._keys[:self._size][order], rows[:, :L_ISR + width]
 
     # --- writing ----------------------------------------------------------------------------------
     def __setitem__(self, tp, value) -> None:
@@ -327,33 +373,51 @@ class LeaderAndIsrTable(MutableMapping):
         shared = self._shared
         keys = np.fromiter((shared.key(tp, create=True) for tp in items), dtype=np.int64, count=len(items))
         try:
-            rows = np.array([(leader, epoch, shared.tuple_code(isr), pe) for leader, epoch, isr, pe in items.values()],
-                            dtype=np.int64).reshape(-1, 4)
+            states = [(leader, epoch, pe, tuple(isr)) for leader, epoch, isr, pe in items.values()]
+            width = max(len(s[3]) for s in states)
+            rows = np.array([(leader, epoch, pe, len(isr), *isr, *(-1,) * (width - len(isr)))
+                             for leader, epoch, pe, isr in states], dtype=np.int64).reshape(len(states), L_ISR + width)
         except (TypeError, ValueError):
-            raise ValueError("a LeaderAndIsr state is (leader, leader_epoch, isr tuple, partition_epoch)") from None
+            raise ValueError("a LeaderAndIsr state is (leader, leader_epoch, isr tuple, partition_epoch) of ints")
         self.upsert(keys, int32s("LeaderAndIsr state", rows))
+
+    def _fit(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` as wide as the table (the table widened if they are wider)."""
+        have, want = self._rows.shape[1], rows.shape[1]
+        if want > have:
+            wider = np.full((len(self._rows), want), -1, dtype=np.int32)
+            wider[:, :have] = self._rows
+            self._rows = wider
+        elif want < have:
+            wider = np.full((len(rows), have), -1, dtype=np.int32)
+            wider[:, :want] = rows
+            rows = wider
+        return rows
 
     def upsert(self, keys: np.ndarray, rows: np.ndarray) -> None:
         """Set the rows of distinct ``keys``."""
         order = np.argsort(keys, kind="stable")
-        keys, rows = keys[order], rows[order]
+        keys, rows = keys[order], self._fit(rows)[order]
         pos, found = self._lookup(keys)
         self._rows[pos[found]] = rows[found]
         self._insert(pos[~found], keys[~found], rows[~found])
 
-    def apply_newer(self, keys: np.ndarray, leader_epochs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """LeaderAndIsr partition states, ``keys`` distinct: each is applied when the broker has no state
-        for its partition or its leader epoch is greater than the one held. Returns which were applied."""
+    def apply_newer(self, keys: np.ndarray, rows: np.ndarray, in_order: bool = False) -> np.ndarray:
+        """LeaderAndIsr partition states, ``keys`` distinct (``in_order``: ascending): each is applied when
+        the broker has no state for its partition or its leader epoch is greater than the one held.
+        Returns which were applied."""
         n = len(keys)
-        if n > 1 and bool(np.all(keys[1:] > keys[:-1])):
-            order = None
-        else:
+        rows = self._fit(rows)
+        order = None
+        if not in_order:
             order = np.argsort(keys, kind="stable")
-            keys, leader_epochs, rows = keys[order], leader_epochs[order], rows[order]
+            keys, rows = keys[order], rows[order]
         pos, found = self._lookup(keys)
+        if not found.any():
+            self._insert(pos, keys, rows)
+            return np.ones(n, dtype=bool)
         applied = ~found
-        at = pos[found]
-        applied[found] = leader_epochs[found] > self._rows[at, L_EPOCH]
+        applied[found] = rows[found, L_EPOCH] > self._rows[pos[found], L_EPOCH]
         update = found & applied
         self._rows[pos[update]] = rows[update]
         self._insert(pos[~found], keys[~found], rows[~found])
@@ -374,6 +438,8 @@ class LeaderAndIsrTable(MutableMapping):
 
     def _lookup(self, sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         held = self._keys[:self._size]
+        if not len(held) or not len(sorted_keys) or sorted_keys[0] > held[-1]:
+            return np.full(len(sorted_keys), len(held)), np.zeros(len(sorted_keys), dtype=bool)
         pos = np.searchsorted(held, sorted_keys)
         found = pos < len(held)
         found[found] = held[pos[found]] == sorted_keys[found]
@@ -389,7 +455,7 @@ class LeaderAndIsrTable(MutableMapping):
             if size + m > len(self._keys):
                 cap = max(size + m, 2 * len(self._keys), 16)
                 grown_keys = np.empty(cap, dtype=np.int64)
-                grown_rows = np.empty((cap, 4), dtype=np.int32)
+                grown_rows = np.empty((cap, self._rows.shape[1]), dtype=np.int32)
                 grown_keys[:size], grown_rows[:size] = self._keys[:size], self._rows[:size]
                 self._keys, self._rows = grown_keys, grown_rows
             self._keys[size:size + m] = keys
@@ -676,24 +742,22 @@ def _global(pool: _Pool, items: list, local: np.ndarray) -> np.ndarray:
 
 
 def table_state(table: LeaderAndIsrTable) -> list:
-    """[topic names, topic index per row (i4), partition (i4), rows (i4: leader, leader_epoch, isr index,
-    partition_epoch), isr tuples], rows in (topic, partition) order."""
+    """[topic names, topic index per row (i4), partition (i4), rows (i4: leader, leader_epoch,
+    partition_epoch, ISR length, the ISR -1 padded to the longest)], rows in (topic, partition) order."""
     keys, rows = table.columns()
-    isrs, local = _first_seen(rows[:, L_ISR])
-    rows = rows.copy()
-    rows[:, L_ISR] = local
     names, topic, partition = _topic_columns(table._shared, keys)
-    items = table._shared.tuples.items
-    return [names, topic, partition, _bin(rows, "<i4"), [list(items[c]) for c in isrs]]
+    return [names, topic, partition, _bin(rows, "<i4")]
 
 
 def table_from_state(shared: BrokerColumns, state: list) -> LeaderAndIsrTable:
-    names, topic, partition, rows, isrs = state
+    names, topic, partition, rows = state
     table = LeaderAndIsrTable(shared)
     keys = _keys_of(shared, names, topic, partition)
-    rows = _rows_of(rows, len(keys), 4)
-    rows[:, L_ISR] = _global(shared.tuples, isrs, rows[:, L_ISR])
-    table.upsert(keys, rows)
+    if len(keys):
+        flat = np.frombuffer(rows, dtype="<i4")
+        if len(flat) % len(keys) or len(flat) // len(keys) < L_ISR:
+            raise ValueError("cluster snapshot: malformed broker state (LeaderAndIsr rows)")
+        table.upsert(keys, flat.reshape(len(keys), -1).astype(np.int32))
     return table
 
 

@@ -23,7 +23,7 @@ import structlog
 from controller.assignment import assign_replicas_to_brokers
 from controller.config import KafkaConfig
 from controller.embedding.broker_columns import (
-    L_EPOCH, L_ISR, L_LEADER, L_PARTITION_EPOCH, BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s,
+    BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s, isr_block,
 )
 from controller.embedding.snapshot_state import cluster_state
 from controller.controller_events import (
@@ -219,14 +219,14 @@ class BrokerServer:
         names a partition twice (the records then go one by one)."""
         shared = self._columns
         keys = shared.batch_keys(batch)
-        if not _distinct(keys):
+        in_order = _ascending(keys)
+        if not in_order and len(np.unique(keys)) != len(keys):
             return None
-        rows = np.empty((len(keys), 4), dtype=np.int32)
-        rows[:, L_LEADER] = int32s("leader", batch.column("leader"))
-        rows[:, L_EPOCH] = int32s("leader_epoch", batch.column("leader_epoch"))
-        rows[:, L_ISR] = shared.tuple_codes(batch.column("isr"))
-        rows[:, L_PARTITION_EPOCH] = int32s("partition_epoch", batch.column("partition_epoch"))
-        applied = self.leader_and_isr.apply_newer(keys, rows[:, L_EPOCH], rows)
+        rows = LeaderAndIsrTable.rows(int32s("leader", batch.column("leader")),
+                                      int32s("leader_epoch", batch.column("leader_epoch")),
+                                      int32s("partition_epoch", batch.column("partition_epoch")),
+                                      *isr_block(batch.column("isr")))
+        applied = self.leader_and_isr.apply_newer(keys, rows, in_order)
         return PartitionErrors(batch.column("topic"), batch.column("partition"),
                                (~applied).view(np.uint8), _LEADER_AND_ISR_ERRORS)
 
@@ -293,9 +293,13 @@ class BrokerServer:
 _LEADER_AND_ISR_ERRORS = (NONE, STALE_CONTROLLER_EPOCH)
 
 
+def _ascending(keys: np.ndarray) -> bool:
+    """Strictly ascending (no partition twice): the controller's requests are in key order."""
+    return len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1]))
+
+
 def _distinct(keys: np.ndarray) -> bool:
-    """No partition twice (the controller's requests are in key order: checked without sorting)."""
-    return len(keys) < 2 or bool(np.all(keys[1:] > keys[:-1])) or len(np.unique(keys)) == len(keys)
+    return _ascending(keys) or len(np.unique(keys)) == len(keys)
 
 
 class Cluster:
@@ -349,11 +353,13 @@ class Cluster:
         return tee
 
     def _tee_columns(self, sink: Callable[[tuple], object] | None) -> Callable[[object], object]:
-        """The journal's column sink: a columnar batch is folded into the view, then written as columns when
-        ``sink`` is a ``LogWriter.append`` (its writer's ``append_columns``), else handed on record by record."""
+        """The journal's column sink: a columnar batch is folded into the view, then handed on whole when
+        ``sink`` takes batches (it has an ``append_columns`` method, as a replay's comparator, or is a
+        ``LogWriter.append``: its writer's ``append_columns``), else record by record."""
         apply = self.view.apply_columns
-        writer = getattr(sink, "__self__", None)
-        append_columns = getattr(writer, "append_columns", None) if getattr(sink, "__name__", "") == "append" else None
+        append_columns = getattr(sink, "append_columns", None)
+        if append_columns is None and getattr(sink, "__name__", "") == "append":
+            append_columns = getattr(getattr(sink, "__self__", None), "append_columns", None)
 
         def tee_columns(batch) -> None:
             apply(batch)
