@@ -159,7 +159,8 @@ class BrokerServer:
         offline = sorted(tp for tp, d in self.replica_dirs.items() if d == log_dir)
         for tp in offline:
             del self.replica_dirs[tp]
-            self.leader_and_isr.pop(tp, None)
+        key = self._columns.key
+        self.leader_and_isr.remove(np.array([k for k in map(key, offline) if k is not None], dtype=np.int64))
         self.offline_partitions.update(offline)
         if all(d in self.offline_dirs for d in self.log_dirs):
             _log.error(f"Shutdown broker because all log dirs in {', '.join(self.log_dirs)} have failed",
