@@ -2,7 +2,10 @@
 
 The log's first record (ClusterCreated) rebuilds the cluster; then every input record is
 applied in order and every record the cluster writes is compared, as encoded bytes, with the
-record at the same offset in the original log. StateDigest records are recomputed where the
+record at the same offset in the original log. Columnar batches are compared as batches — header,
+offsets and column values, no object per record — when the replay writes one where the log holds
+one with the same bounds, and record by record otherwise (a log written before a path became
+columnar replays the same). StateDigest records are recomputed where the
 original has them, so the cluster state is compared too. The first difference stops the
 replay and is reported with its offset, the expected record and the record produced.
 ``resume_log`` replays a log the same way and then lets the rebuilt cluster continue it.
@@ -15,10 +18,12 @@ from dataclasses import dataclass
 
 import msgpack
 
-from events.log import LogReader
+import numpy as np
 
 from controller.embedding.cluster import Cluster, ClusterError
 from controller.embedding.cluster_snapshot import restore_cluster
+from events.columns import ColumnBatch, DictColumn, ListColumn
+from events.log import LogReader
 from events.records import ClusterCreated, ClusterSnapshot, StateDigest, ViewSnapshot
 
 _CHECKPOINT = (ViewSnapshot, StateDigest, ClusterSnapshot)
@@ -61,8 +66,31 @@ def _same(a: tuple, b: tuple) -> bool:
     return type(a) is type(b) and msgpack.packb(a) == msgpack.packb(b)
 
 
+def _same_column(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is DictColumn:
+        if a.dictionary == b.dictionary:
+            return np.array_equal(a.codes, b.codes)
+        da, db = np.array(a.dictionary, dtype=object), np.array(b.dictionary, dtype=object)
+        return len(a.codes) == len(b.codes) and bool((da[a.codes] == db[b.codes]).all())
+    if type(a) is ListColumn:
+        return np.array_equal(a.offsets, b.offsets) and np.array_equal(a.values, b.values)
+    return np.array_equal(a, b)
+
+
+def _same_batch(a: ColumnBatch, b: ColumnBatch) -> bool:
+    """Same records: kind, version, offsets, header and every column's values."""
+    return (a.cls is b.cls and a.v == b.v and a.first_offset == b.first_offset and a.n == b.n
+            and a.header == b.header and all(map(_same_column, a.columns, b.columns)))
+
+
 class _Comparator:
-    """The replaying cluster's sink: each record written must equal the log's next record."""
+    """The replaying cluster's sink: each record written must equal the log's next record.
+
+    ``expected`` yields the log's elements as stored (records and ColumnBatches, in offset order).
+    A ColumnBatch of the log is kept whole until something must look inside it; ``_ahead`` then holds
+    its records."""
 
     def __init__(self, expected: Iterator):
         self._expected = expected
@@ -70,22 +98,34 @@ class _Comparator:
         self.compared = 0
         self.forward = None  # once set, records go here instead of being compared
 
+    def _pull(self):
+        item = next(self._expected, None)
+        self._ahead.append(item)
+        return item
+
+    def _expand_head(self) -> None:
+        head = self._ahead[0]
+        if type(head) is ColumnBatch:
+            self._ahead.popleft()
+            self._ahead.extendleft(reversed(head.records()))
+
     def peek(self):
         if not self._ahead:
-            self._ahead.append(next(self._expected, None))
+            self._pull()
+        self._expand_head()
         return self._ahead[0]
 
     def next_driver(self):
         """The next record the replay must act on (an input, or a checkpoint's ViewSnapshot or
         StateDigest), reading ahead over the outputs before it: those are written while that
-        input is carried out (e.g. session expiries while its time passes)."""
+        input is carried out (e.g. session expiries while its time passes). Columnar batches are
+        outputs."""
         for rec in self._ahead:
-            if rec is None or rec.is_input or type(rec) in _CHECKPOINT:
+            if rec is None or (type(rec) is not ColumnBatch and (rec.is_input or type(rec) in _CHECKPOINT)):
                 return rec
         while True:
-            rec = next(self._expected, None)
-            self._ahead.append(rec)
-            if rec is None or rec.is_input or type(rec) in _CHECKPOINT:
+            rec = self._pull()
+            if rec is None or (type(rec) is not ColumnBatch and (rec.is_input or type(rec) in _CHECKPOINT)):
                 return rec
 
     def __call__(self, rec) -> None:
@@ -97,6 +137,28 @@ class _Comparator:
         if exp is None or not _same(exp, rec):
             raise _Diverged(Divergence(rec.offset, exp, rec))
         self.compared += 1
+
+    def append_columns(self, batch: ColumnBatch) -> None:
+        """A columnar batch the replay wrote: compared whole with the log's batch at the same offsets, else
+        record by record."""
+        if self.forward is not None:
+            forward_columns = getattr(self.forward, "append_columns", None)
+            if forward_columns is not None:
+                forward_columns(batch)
+            else:
+                for rec in batch.records():
+                    self.forward(rec)
+            return
+        if not self._ahead:
+            self._pull()
+        head = self._ahead[0]
+        if type(head) is ColumnBatch and head.first_offset == batch.first_offset and head.n == batch.n:
+            if _same_batch(head, batch):
+                self._ahead.popleft()
+                self.compared += batch.n
+                return
+        for rec in batch.records():
+            self(rec)
 
 
 def replay_records(records: Iterable[tuple]) -> ReplayResult:
@@ -154,7 +216,7 @@ def replay_log(log_dir: str, *, from_snapshot: bool = False) -> ReplayResult:
     """Replay the log in ``log_dir`` (streamed, never loaded whole); with ``from_snapshot``, only its tail
     after the latest ClusterSnapshot (the whole log when there is none)."""
     start = latest_cluster_snapshot(log_dir) if from_snapshot else None
-    return replay_records(LogReader(log_dir).records(start or 0))
+    return replay_records(LogReader(log_dir).column_batches(start or 0))
 
 
 class ResumeError(RuntimeError):
@@ -166,7 +228,7 @@ def resume_log(log_dir: str, sink: Callable[[tuple], object]) -> Cluster:
     checking every record on the way as ``replay`` does, and return it with its records going to
     ``sink`` from now on (e.g. a ``LogWriter`` opened on the same directory, to continue the log)."""
     start = latest_cluster_snapshot(log_dir)
-    cmp = _Comparator(iter(LogReader(log_dir).records(start or 0)))
+    cmp = _Comparator(iter(LogReader(log_dir).column_batches(start or 0)))
     result, cluster = _replay(cmp)
     if cluster is None:
         raise ResumeError(f"{log_dir}: cannot continue this log: its replay diverged at {result.divergence}")
