@@ -101,6 +101,19 @@ def view_u8(col: bytearray) -> np.ndarray:
     return np.frombuffer(col, dtype=np.uint8) if len(col) else np.zeros(0, dtype=np.uint8)
 
 
+def _le_bytes(col: array) -> bytes:
+    """An ``array('i')`` column as little-endian int32 bytes."""
+    return view_i32(col).astype("<i4", copy=False).tobytes()
+
+
+def _i32_array(values) -> array:
+    """Little-endian int32 bytes (or an int array) as an ``array('i')`` column."""
+    out = array("i")
+    out.frombytes(np.asarray(np.frombuffer(values, dtype="<i4") if isinstance(values, bytes) else values,
+                             dtype=np.int32).tobytes())
+    return out
+
+
 class TopicState:
     """All partitions of one topic, column by column; partition ids are 0..n-1 as in Kafka."""
 
@@ -970,20 +983,19 @@ class ControllerContext:
         return self.topic_configs.get(topic, {}).get(name, default)
 
     # --- snapshots ------------------------------------------------------------------------------
+    STATE_FORMAT = 2
+
     def to_state(self) -> list:
-        """The whole context as plain lists/ints/bytes (msgpack-able), for cluster snapshots."""
-        tuples = self.pool.tuples
+        """The whole context as msgpack-able data, for cluster snapshots: the pool's tuples once, then per topic
+        its columns as little-endian buffers (int32 pool codes, int32 and byte columns)."""
         topics = []
         for name, ts in self.topics.items():
-            w = ts.rwidth
-            rids = [tuples[c] for c in ts.ridcode]
-            rstates = [bytes(ts.rstates[p * w:p * w + len(r)]) for p, r in enumerate(rids)]
-            topics.append([name, [tuples[c] for c in ts.rcode], sorted(ts.adding.items()),
-                           sorted(ts.removing.items()), bytes(ts.pstate), ts.leader.tolist(),
-                           ts.leader_epoch.tolist(), [tuples[c] for c in ts.icode], ts.partition_epoch.tolist(),
-                           ts.state_controller_epoch.tolist(), bytes(ts.recovery), rids, rstates])
-        return [self.epoch, self.epoch_zk_version, sorted(self.live_broker_epochs.items()),
-                sorted(self.shutting_down_broker_ids),
+            topics.append([name, _le_bytes(ts.rcode), sorted(ts.adding.items()), sorted(ts.removing.items()),
+                           bytes(ts.pstate), _le_bytes(ts.leader), _le_bytes(ts.leader_epoch), _le_bytes(ts.icode),
+                           _le_bytes(ts.partition_epoch), _le_bytes(ts.state_controller_epoch), bytes(ts.recovery),
+                           _le_bytes(ts.ridcode), ts.rwidth, bytes(ts.rstates)])
+        return [self.STATE_FORMAT, [list(t) for t in self.pool.tuples], self.epoch, self.epoch_zk_version,
+                sorted(self.live_broker_epochs.items()), sorted(self.shutting_down_broker_ids),
                 sorted([b, sorted(s)] for b, s in self.replicas_on_offline_dirs.items()), topics,
                 sorted([t, sorted(c.items())] for t, c in self.topic_configs.items()),
                 sorted(self.partitions_being_reassigned), sorted(self.topics_to_be_deleted),
@@ -991,7 +1003,15 @@ class ControllerContext:
                 self.offline_partition_count, self.preferred_replica_imbalance_count, self.unclean_leader_elections]
 
     def load_state(self, state: list) -> None:
-        """Restore what ``to_state`` returned (broker_info is not part of it: the caller re-reads it)."""
+        """Restore what ``to_state`` returned (broker_info is not part of it: the caller re-reads it); the
+        list form of snapshots written before the columnar one is read too."""
+        if state and state[0] == self.STATE_FORMAT and len(state) == 16:
+            pool_tuples, state = state[1], state[2:]
+            remap = np.fromiter((self.pool.code(tuple(t)) for t in pool_tuples), dtype=np.int32,
+                                count=len(pool_tuples))
+            load_topic = self._load_topic_columns
+        else:
+            remap, load_topic = None, self._load_topic_lists
         (self.epoch, self.epoch_zk_version, live, shutting_down, offline_dirs, topics, configs, reassigning,
          to_delete, deletion_started, ineligible, self.offline_partition_count,
          self.preferred_replica_imbalance_count, self.unclean_leader_elections) = state
@@ -1000,23 +1020,41 @@ class ControllerContext:
         self.shutting_down_broker_ids = set(shutting_down)
         self.replicas_on_offline_dirs = {b: {tuple(tp) for tp in s} for b, s in offline_dirs}
         self.topics = {}
-        code = self.pool.code
-        for (name, replicas, adding, removing, pstate, leader, leader_epoch, isr, partition_epoch, ctrl_epoch,
-             recovery, rids, rstates) in topics:
-            ts = self.topics[name] = TopicState(name)
-            ts.rcode = array("i", [code(tuple(r)) for r in replicas])
-            ts.adding = {p: self.intern(r) for p, r in adding}
-            ts.removing = {p: self.intern(r) for p, r in removing}
-            ts.pstate = bytearray(pstate)
-            ts.leader, ts.leader_epoch = array("i", leader), array("i", leader_epoch)
-            ts.icode = array("i", [code(tuple(r)) for r in isr])
-            ts.partition_epoch, ts.state_controller_epoch = array("i", partition_epoch), array("i", ctrl_epoch)
-            ts.recovery = bytearray(recovery)
-            ts.ridcode = array("i", [code(tuple(r)) for r in rids])
-            w = ts.rwidth = max(map(len, rids), default=0)
-            ts.rstates = b"".join(bytes(r).ljust(w, b"\0") for r in rstates)
-            ts.rstates = bytearray(ts.rstates)
+        for row in topics:
+            ts = self.topics[row[0]] = TopicState(row[0])
+            load_topic(ts, row, remap)
         self.topic_configs = {t: dict(c) for t, c in configs}
         self.partitions_being_reassigned = {tuple(tp) for tp in reassigning}
         self.topics_to_be_deleted, self.topics_with_deletion_started = set(to_delete), set(deletion_started)
         self.topics_ineligible_for_deletion = set(ineligible)
+
+    def _load_topic_columns(self, ts: TopicState, row: list, remap: np.ndarray) -> None:
+        (_, rcode, adding, removing, pstate, leader, leader_epoch, icode, partition_epoch, ctrl_epoch, recovery,
+         ridcode, rwidth, rstates) = row
+
+        def codes(buf: bytes) -> array:
+            return _i32_array(remap[np.frombuffer(buf, dtype="<i4")] if buf else np.zeros(0, dtype=np.int32))
+        ts.rcode, ts.icode, ts.ridcode = codes(rcode), codes(icode), codes(ridcode)
+        ts.adding = {p: self.intern(tuple(r)) for p, r in adding}
+        ts.removing = {p: self.intern(tuple(r)) for p, r in removing}
+        ts.pstate, ts.recovery = bytearray(pstate), bytearray(recovery)
+        ts.leader, ts.leader_epoch = _i32_array(leader), _i32_array(leader_epoch)
+        ts.partition_epoch, ts.state_controller_epoch = _i32_array(partition_epoch), _i32_array(ctrl_epoch)
+        ts.rwidth, ts.rstates = rwidth, bytearray(rstates)
+
+    def _load_topic_lists(self, ts: TopicState, row: list, _remap) -> None:
+        """A topic of the snapshot format before the columnar one (per-partition lists)."""
+        code = self.pool.code
+        (_, replicas, adding, removing, pstate, leader, leader_epoch, isr, partition_epoch, ctrl_epoch,
+         recovery, rids, rstates) = row
+        ts.rcode = array("i", [code(tuple(r)) for r in replicas])
+        ts.adding = {p: self.intern(r) for p, r in adding}
+        ts.removing = {p: self.intern(r) for p, r in removing}
+        ts.pstate = bytearray(pstate)
+        ts.leader, ts.leader_epoch = array("i", leader), array("i", leader_epoch)
+        ts.icode = array("i", [code(tuple(r)) for r in isr])
+        ts.partition_epoch, ts.state_controller_epoch = array("i", partition_epoch), array("i", ctrl_epoch)
+        ts.recovery = bytearray(recovery)
+        ts.ridcode = array("i", [code(tuple(r)) for r in rids])
+        w = ts.rwidth = max(map(len, rids), default=0)
+        ts.rstates = bytearray(b"".join(bytes(r).ljust(w, b"\0") for r in rstates))

@@ -123,3 +123,55 @@ def test_preferred_replica_imbalance_count_matches_a_full_recount(leader_changes
     if deleted_partitions:
         ctx.queue_topic_deletion(["t"])
         assert ctx.preferred_replica_imbalance_count == 0
+
+
+def _sample_context() -> ControllerContext:
+    ctx = ControllerContext()
+    ctx.epoch, ctx.epoch_zk_version = 3, 2
+    ctx.add_live_brokers({1: 10, 2: 20, 3: 30})
+    ctx.add_topic("a", [(1, 2, 3), (2, 3, 1), (3, 1)])
+    ctx.add_topic("b", [(2,)])
+    ctx.put_partition_leadership_info(("a", 0), LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 4, (1, 2),
+                                                                                         partition_epoch=7), 2))
+    ctx.put_partition_leadership_info(("a", 2), LeaderIsrAndControllerEpoch(LeaderAndIsr(3, 1, (3,)), 3))
+    for rep in [("a", 0, 1), ("a", 0, 2), ("a", 2, 1), ("b", 0, 2)]:
+        ctx.put_replica_state(rep, ONLINE_REPLICA)
+    ctx.put_partition_state(("a", 0), ONLINE_PARTITION)
+    ctx.update_partition_full_replica_assignment(("a", 1), ReplicaAssignment((2, 3, 1), (1,), ()))
+    return ctx
+
+
+def _facts(ctx: ControllerContext) -> list:
+    return [(t, p, ctx.partition_full_replica_assignment((t, p)), ctx.partition_leadership_info((t, p)),
+             ctx.partition_state((t, p)), ctx.partition_replica_states((t, p)))
+            for t in sorted(ctx.topics) for p in range(len(ctx.topics[t].rcode))]
+
+
+def test_snapshot_state_round_trips_as_columns():
+    ctx = _sample_context()
+    state = ctx.to_state()
+    assert state[0] == ControllerContext.STATE_FORMAT
+    other = ControllerContext()
+    other.pool.code((9, 9))   # a pool with other codes already: the snapshot's codes are remapped
+    other.load_state(state)
+    assert _facts(other) == _facts(ctx)
+    assert _facts(ControllerContext()) == [] and other.epoch == ctx.epoch
+
+
+def test_snapshot_state_of_the_list_format_is_read():
+    """Snapshots written before the columnar form held per-partition lists."""
+    ctx = _sample_context()
+    tuples = ctx.pool.tuples
+    topics = []
+    for name, ts in ctx.topics.items():
+        w = ts.rwidth
+        rids = [tuples[c] for c in ts.ridcode]
+        topics.append([name, [tuples[c] for c in ts.rcode], sorted(ts.adding.items()), sorted(ts.removing.items()),
+                       bytes(ts.pstate), ts.leader.tolist(), ts.leader_epoch.tolist(), [tuples[c] for c in ts.icode],
+                       ts.partition_epoch.tolist(), ts.state_controller_epoch.tolist(), bytes(ts.recovery), rids,
+                       [bytes(ts.rstates[p * w:p * w + len(r)]) for p, r in enumerate(rids)]])
+    old = [ctx.epoch, ctx.epoch_zk_version, sorted(ctx.live_broker_epochs.items()), [], [], topics, [], [], [], [],
+           [], ctx.offline_partition_count, ctx.preferred_replica_imbalance_count, ctx.unclean_leader_elections]
+    other = ControllerContext()
+    other.load_state(old)
+    assert _facts(other) == _facts(ctx)
