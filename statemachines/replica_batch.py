@@ -28,13 +28,32 @@ from statemachines.states import (
 _MIN_ROWS = 1  # the batch path serves every size (the differential tests drive it on small clusters)
 
 
-def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs: list[int]) -> bool:
+def offline_states(sm, replica_id: int, replicas: list[tuple]) -> tuple[np.ndarray, list] | None:
+    """(The current states of ``replicas`` (all of broker ``replica_id``) as an array, their topic segments),
+    when every one has a state valid for OfflineReplica; None otherwise (the per-replica path then logs the
+    invalid ones)."""
+    ctx = sm.context
+    segments = ctx.topic_segments(replicas)
+    if segments is None:
+        return None
+    valid = np.fromiter(VALID_PREVIOUS_REPLICA_BYTES[OFFLINE_REPLICA], dtype=np.uint8)
+    out = []
+    for ts, parts, _, _ in segments:
+        col, cur = ctx.replica_states_array(ts, parts, replica_id)
+        if (col < 0).any() or not np.isin(cur, valid).all():
+            return None
+        out.append(cur)
+    return (np.concatenate(out) if out else np.zeros(0, dtype=np.uint8)), segments
+
+
+def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, segments: list | None = None) -> bool:
     """Move ``replicas`` (all of broker ``replica_id``, each valid for OfflineReplica, ``curs`` their states)
     to OfflineReplica; False (nothing done) when the per-partition path must do it."""
     ctx, store = sm.context, sm.store
     if len(replicas) < _MIN_ROWS or not hasattr(store, "write_leader_and_isr_columns"):
         return False
-    segments = ctx.topic_segments(replicas)
+    if segments is None:
+        segments = ctx.topic_segments(replicas)
     if segments is None:
         return False
     for ts, parts, _, _ in segments:

@@ -22,7 +22,7 @@ from statemachines.errors import (
 )
 from statemachines import failures
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
-from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch
+from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch, offline_states
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, VALID_PREVIOUS_REPLICA_BYTES,
@@ -110,6 +110,10 @@ class ReplicaStateMachine:
         if (self.batch_path and target in (NEW_REPLICA, ONLINE_REPLICA)
                 and new_or_online_replicas_batch(self, replica_id, replicas, target)):
             return
+        if self.batch_path and target == OFFLINE_REPLICA:
+            checked = offline_states(self, replica_id, replicas)
+            if checked is not None and offline_replicas_batch(self, replica_id, replicas, *checked):
+                return
         valid_prev = VALID_PREVIOUS_REPLICA_BYTES[target]
         valid: list[tuple] = []
         curs: list[int] = []  # current state of each valid replica, aligned with ``valid``
