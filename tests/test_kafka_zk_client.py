@@ -752,7 +752,7 @@ def _run_state_requests(zk_cls) -> tuple[list, dict, list]:
     call(lambda: a.update_leader_and_isr({("t", 0): LeaderAndIsr(1, 2, (1,), partition_epoch=1)}, epoch, 0))
     call(lambda: a.create_partition_states({("t", 5): lice(1, (1,), controller_epoch=epoch)}, 0))
     call(lambda: a.get_partition_states([("t", 0)]))
-    return out, zk.to_dict(), handler.take()
+    return out, zk.to_dict(per_znode=True), handler.take()
 
 
 def test_pipelined_state_requests_are_the_requests_one_at_a_time():

@@ -22,6 +22,7 @@ import copy
 import logging
 import random
 
+import msgpack
 import numpy as np
 import pytest
 import structlog
@@ -193,13 +194,38 @@ def test_snapshots_have_the_same_form_and_old_ones_load_into_the_table(clock):
         z.create(s, state("t", 1), b"garbage")
         z.exists(s, state("t", 0), watch=True)
         z.set_data(s, state("t", 1), canonical(5))
-    d = old.to_dict()
-    assert zk.to_dict() == d and all(type(n) is tuple for n in old._nodes.values())
-    restored = ZooKeeper.from_dict(copy.deepcopy(d), clock)
-    assert restored.to_dict() == d and restored.dump() == old.dump()
+    d = old.to_dict(per_znode=True)
+    assert zk.to_dict(per_znode=True) == d and all(type(n) is tuple for n in old._nodes.values())
+    restored = ZooKeeper.from_dict(copy.deepcopy(d), clock)                # an old snapshot
+    assert restored.to_dict(per_znode=True) == d and restored.dump() == old.dump()
     assert restored._nodes[state("t", 0)] == 0 and restored._nodes[state("t", 1)] == 1
     assert restored._state_watched == {"t": {0}}
     assert list(restored.nodes()) == list(old.nodes())
+    columns = zk.to_dict()                                                 # the rows as columns
+    assert not any(p.startswith("/brokers/topics/t/partitions/") for p, *_ in columns["nodes"])
+    assert [t for t, _ in columns["tables"]] == ["t"] and isinstance(columns["times"], bytes)
+    again = ZooKeeper.from_dict(msgpack.unpackb(msgpack.packb(columns), raw=False), clock)
+    assert again.to_dict() == columns and again.to_dict(per_znode=True) == d and again.dump() == old.dump()
+    assert again._state_watched == {"t": {0}} and list(again.nodes()) == list(old.nodes())
+
+
+def test_a_snapshot_with_broken_columns_is_refused(clock):
+    zk = ZooKeeper(clock)
+    s = zk.connect(10_000)
+    zk.create_recursive(s, "/brokers/topics/t/partitions/0", None)
+    zk.create(s, state("t", 0), canonical())
+    good = zk.to_dict()
+    for column, value, message in (("p", b"\x00", "not a buffer"), ("ce", b"", "has 0 entries, expected 1"),
+                                   ("pp", (-1).to_bytes(4, "little", signed=True), "negative partition"),
+                                   ("isr_len", bytes([9]), "longer than its width")):
+        d = copy.deepcopy(good)
+        d["tables"][0][1][column] = value
+        with pytest.raises(ValueError, match=message):
+            ZooKeeper.from_dict(d, clock)
+    d = copy.deepcopy(good)
+    del d["tables"][0][1]["leader"]
+    with pytest.raises(ValueError, match="no column 'leader'"):
+        ZooKeeper.from_dict(d, clock)
 
 
 def test_rows_past_twice_the_table_are_kept_as_bytes_until_they_fit(clock):
@@ -240,7 +266,7 @@ def test_a_failed_multi_restores_table_rows(clock):
                         CheckOp("/nope")])
         with pytest.raises(KeeperError):
             z.multi(s, [CheckOp(state("t", 0), 0), DeleteOp(state("t", 0)), CheckOp("/nope")])
-    assert zk.to_dict() == ref.to_dict() and zk._nodes[state("t", 0)] == 0
+    assert zk.to_dict(per_znode=True) == ref.to_dict(per_znode=True) and zk._nodes[state("t", 0)] == 0
 
 
 # --- the differential test ----------------------------------------------------------------------------
@@ -335,7 +361,7 @@ class World:
 
     def view(self):
         zk = self.zk
-        return zk.dump(), zk.to_dict(), list(zk.nodes()), zk.last_zxid, list(self.log)
+        return zk.dump(), zk.to_dict(per_znode=True), list(zk.nodes()), zk.last_zxid, list(self.log)
 
 
 def _norm(value):

@@ -422,6 +422,70 @@ class _Tree(dict):
         return [node for _, node in self.entries()]
 
 
+# A table in a snapshot: its rows' columns as little-endian buffers (the /state rows at ``p``, the parent rows
+# at ``pp``; an ISR as ``isr_len`` entries of a row of ``width``); the bodies are made again when read.
+_STATE_COLUMNS = (("ce", "<i4"), ("leader", "<i4"), ("leader_epoch", "<i4"), ("recovery", "u1"), ("isr_len", "u1"),
+                  ("czxid", "<i8"), ("mzxid", "<i8"), ("version", "<i8"))
+_PARENT_COLUMNS = (("pczxid", "<i8"), ("pcversion", "<i8"), ("ppzxid", "<i8"), ("pchild", "u1"))
+
+
+def _table_columns(table: StateTable) -> dict:
+    table.flush()
+    ps = np.flatnonzero(table.present)
+    pp = np.flatnonzero(table.parent)
+    width = max(int(table.isr_len[ps].max()) if len(ps) else 0, 1)
+    cols = {"p": ps.astype("<i4").tobytes(), "width": width,
+            "isr": np.ascontiguousarray(table.isr[ps, :width]).astype("<i4").tobytes()}
+    for name, dtype in _STATE_COLUMNS:
+        cols[name] = getattr(table, name)[ps].astype(dtype).tobytes()
+    cols["pp"] = pp.astype("<i4").tobytes()
+    for name, dtype in _PARENT_COLUMNS:
+        cols[name] = getattr(table, name)[pp].astype(dtype).tobytes()
+    return cols
+
+
+def _buffer(data, dtype: str, what: str, n: int | None = None) -> np.ndarray:
+    if not isinstance(data, bytes) or len(data) % np.dtype(dtype).itemsize:
+        raise ValueError(f"ZooKeeper snapshot: {what} is not a buffer of {dtype}")
+    a = np.frombuffer(data, dtype=dtype)
+    if n is not None and len(a) != n:
+        raise ValueError(f"ZooKeeper snapshot: {what} has {len(a)} entries, expected {n}")
+    return a
+
+
+def _load_table_columns(topic: str, cols: dict) -> StateTable:
+    """The table of ``_table_columns``' output."""
+    if not (plain_topic(topic) and isinstance(cols, dict)):
+        raise ValueError(f"ZooKeeper snapshot: a table of {topic!r} is not a topic's columns")
+    try:
+        ps = _buffer(cols["p"], "<i4", f"table {topic}: p").astype(np.int64)
+        pp = _buffer(cols["pp"], "<i4", f"table {topic}: pp").astype(np.int64)
+        width = cols["width"]
+        state = {name: _buffer(cols[name], dtype, f"table {topic}: {name}", len(ps)) for name, dtype in _STATE_COLUMNS}
+        parent = {name: _buffer(cols[name], dtype, f"table {topic}: {name}", len(pp))
+                  for name, dtype in _PARENT_COLUMNS}
+        isr = _buffer(cols["isr"], "<i4", f"table {topic}: isr", len(ps) * width).reshape(len(ps), width)
+    except KeyError as e:
+        raise ValueError(f"ZooKeeper snapshot: table {topic} has no column {e}") from None
+    if (len(ps) and int(ps.min()) < 0) or (len(pp) and int(pp.min()) < 0):
+        raise ValueError(f"ZooKeeper snapshot: table {topic} has a negative partition id")
+    if len(np.unique(ps)) != len(ps) or len(np.unique(pp)) != len(pp):
+        raise ValueError(f"ZooKeeper snapshot: table {topic} has a partition twice")
+    if len(ps) and int(state["isr_len"].max()) > width:
+        raise ValueError(f"ZooKeeper snapshot: table {topic} has an ISR longer than its width {width}")
+    table = StateTable(topic)
+    table.grow(max(int(ps.max()) + 1 if len(ps) else 0, int(pp.max()) + 1 if len(pp) else 0))
+    if len(ps):
+        table.put_many(ps, state["ce"], state["leader"], state["leader_epoch"], state["recovery"], isr,
+                       state["isr_len"], state["czxid"], state["mzxid"], state["version"])
+    if len(pp):
+        table.parent[pp] = True
+        table.pcount = len(pp)
+        for name, _ in _PARENT_COLUMNS:
+            getattr(table, name)[pp] = parent[name]
+    return table
+
+
 _EV_WATCH, _EV_CALL = 0, 1
 _first = itemgetter(0)
 _U_CREATED, _U_DELETED, _U_SET, _U_WATCHES = 0, 1, 2, 3
@@ -588,7 +652,7 @@ class ZooKeeper:
         """Move the /state znodes of a rebuilt tree into their topics' tables (``from_dict``)."""
         by_topic: dict[str, list] = {}
         parents: dict[str, list] = {}
-        for path, node in self._nodes.items():
+        for path, node in dict.items(self._nodes):
             if path[-6:] != "/state":
                 key = parent_key(path)
                 if key is not None and parent_fits(node, path):
@@ -1607,25 +1671,40 @@ class ZooKeeper:
                 lines.append(path)
         return "\n".join(lines) + "\n"
 
-    def to_dict(self) -> dict:
+    def to_dict(self, per_znode: bool = False) -> dict:
         """A snapshot in canonical order: the server's tick time and session timeout bounds, every node
         (parents first) with its stats (``cversion`` as stored: the creations), the zxid counter and
         transaction times, the sessions (with their negotiated timeouts) and their armed watches. Plain
-        lists, ints, bytes and None."""
+        lists, ints, bytes and None.
+
+        The /state tables' rows (``tables``: per topic, in topic order, the rows' columns as little-endian
+        buffers, see ``_table_columns``) are not in ``nodes`` and the transaction times are one int64 buffer,
+        so the snapshot of a million partitions is a few buffers; ``per_znode`` gives the layout of before the
+        tables, every znode in ``nodes`` and the times as a list (what a model without tables writes)."""
         node_of = self._materializer()
-        return {
+        if per_znode:
+            nodes = [[p, *node_of(p, node)[:_CHILDREN]] for p, node in self._sorted_entries()]
+            tables = None
+        else:
+            explicit = sorted(dict.items(self._nodes), key=lambda e: _component_key(e[0]))
+            nodes = [[p, *node[:_CHILDREN]] for p, node in explicit]
+            tables = [[topic, _table_columns(self._tables[topic])] for topic in sorted(self._tables)]
+        d = {
             "tick_time_ms": self._tick_time,
             "min_session_timeout_ms": self._min_session_timeout,
             "max_session_timeout_ms": self._max_session_timeout,
             "zxid": self._zxid,
-            "times": self._times.tolist(),
+            "times": self._times.tolist() if per_znode else np.asarray(self._times, dtype="<i8").tobytes(),
             "next_session_id": self._next_sid,
-            "nodes": [[p, *node_of(p, node)[:_CHILDREN]] for p, node in self._sorted_entries()],
+            "nodes": nodes,
             "sessions": [[sid, s.timeout, s.last] for sid, s in sorted(self._sessions.items())],
             "watch_seq": self._watch_seq,
             "data_watches": sorted([p, sid, seq] for p, e in self._data_watches.items() for sid, seq in e.items()),
             "child_watches": sorted([p, sid, seq] for p, e in self._child_watches.items() for sid, seq in e.items()),
         }
+        if tables is not None:
+            d["tables"] = tables
+        return d
 
     @classmethod
     def from_dict(cls, d: dict, clock: Callable[[], int]) -> ZooKeeper:
@@ -1635,11 +1714,31 @@ class ZooKeeper:
                  min_session_timeout_ms=d.get("min_session_timeout_ms"),
                  max_session_timeout_ms=d.get("max_session_timeout_ms"))
         zk._zxid = d["zxid"]
-        zk._times = array("q", d["times"])
+        times = d["times"]
+        if isinstance(times, bytes):
+            zk._times = array("q")
+            zk._times.frombytes(_buffer(times, "<i8", "times").astype(np.int64).tobytes())
+        else:
+            zk._times = array("q", times)
         zk._next_sid = d["next_session_id"]
         for sid, timeout, last in d["sessions"]:
             zk._sessions[sid] = _Session(sid, timeout, last, None, None)
         children: dict[str, object] = {}
+        tables = d.get("tables")
+        for topic, cols in tables or ():
+            table = zk._tables[topic] = _load_table_columns(topic, cols)
+            parents = np.flatnonzero(table.parent).tolist()
+            if parents:
+                prefix = table.prefix
+                top = prefix[:-1]
+                paths = [f"{prefix}{p}" for p in parents]
+                c = children.get(top)
+                c = set() if c is None else {c} if type(c) is str else c
+                c.update(paths)
+                children[top] = next(iter(c)) if len(c) == 1 else c
+            for p in np.flatnonzero(table.present & ~table.parent).tolist():   # a /state row under a tuple
+                key = f"{table.prefix}{p}"
+                children[key] = _with_child(children.get(key), key + "/state")
         for row in d["nodes"]:
             path = row[0]
             if path != "/":
@@ -1651,7 +1750,8 @@ class ZooKeeper:
         get = children.get
         zk._nodes = _Tree(zk._tables, {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
                                        for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]})
-        zk._load_state_tables()
+        if tables is None:    # a snapshot of before the tables: their znodes are among the nodes
+            zk._load_state_tables()
         zk._watch_seq = d["watch_seq"]
         for key, table, is_child in (("data_watches", zk._data_watches, False),
                                      ("child_watches", zk._child_watches, True)):
