@@ -229,3 +229,28 @@ def test_format_1_snapshots_are_still_read():
         for b, server in c.brokers.items():
             assert restored.brokers[b].leader_and_isr == server.leader_and_isr
             assert restored.brokers[b].metadata == server.metadata
+
+
+def test_many_records_in_a_tuple_go_as_columns_with_the_same_result():
+    header = dict(controller_id=1, controller_epoch=1, timestamp_ms=5, cause_offset=3)
+    lai = tuple(LeaderAndIsrPartition.make(offset=10 + i, topic=f"t{i % 3}", partition=i, broker_id=0,
+                                           state_controller_epoch=1, leader=i % 5, leader_epoch=i % 4,
+                                           isr=tuple(range(i % 4)), partition_epoch=i, replicas=(0, 1, 2),
+                                           adding_replicas=(), removing_replicas=(), is_new=True, recovery_state=0,
+                                           **header) for i in range(100))
+    um = tuple(UpdateMetadataPartition.make(offset=200 + i, topic=f"t{i % 3}", partition=i, brokers=(0, 1),
+                                            state_controller_epoch=1, leader=-2 if i % 7 == 0 else i % 5,
+                                            leader_epoch=1, isr=(i % 5,), partition_epoch=2, replicas=(1, i % 5),
+                                            offline_replicas=(), **header) for i in range(100))
+    cluster = Cluster(seed=0, record_creation=False)
+    servers = [_server(cluster, b) for b in (0, 1)]
+    model = DictBroker()
+    for api, records in ((API_LEADER_AND_ISR, lai), (API_LEADER_AND_ISR, lai[:80]), (API_UPDATE_METADATA, um),
+                         (API_STOP_REPLICA, tuple(StopReplicaPartition.make(
+                             offset=400 + i, topic=f"t{i % 3}", partition=i, broker_id=0, leader_epoch=1,
+                             delete_partition=i % 2 == 0, **header) for i in range(70)))):
+        expected = model.answer(api, 1, records)
+        for server in servers:
+            assert server.answer(_request(api, 1, records, server.broker_id)) == expected
+            assert server.leader_and_isr == model.leader_and_isr and server.metadata == model.metadata
+    assert servers[0]._metadata_image is servers[1]._metadata_image

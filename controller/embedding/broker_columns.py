@@ -29,7 +29,7 @@ from collections.abc import ItemsView, Iterator, Mapping, MutableMapping, Values
 
 import numpy as np
 
-from events.columns import ColumnBatch, ListColumn
+from events.columns import ColumnBatch, ColumnBatchError, ListColumn
 from events.records import LEADER_DURING_DELETE, UpdateMetadataPartition
 
 __all__ = ["BrokerColumns", "LeaderAndIsrTable", "MetadataImage", "MetadataView"]
@@ -107,6 +107,7 @@ class BrokerColumns:
         self._packed: dict[int, int] = {}         # packed short tuple -> its code (tuple_codes)
         self._applied: dict[tuple, tuple] = {}    # (id(image), id(partitions)) -> (image ref, partitions, result ref)
         self._updates: dict[int, tuple] = {}      # id(batch) -> (batch, normalised update)
+        self._batches: dict[int, tuple] = {}      # id(records) -> (records, their ColumnBatch)
 
     # --- topics -----------------------------------------------------------------------------------
     def topic_id(self, name: str) -> int:
@@ -207,6 +208,24 @@ class BrokerColumns:
 
     def tuple_code(self, t) -> int:
         return self.tuples.code(tuple(t))
+
+    def as_columns(self, partitions, at_least: int):
+        """A request's records (at least ``at_least`` of them, as the controller emits them: one header,
+        consecutive offsets) as one ColumnBatch, the same object for every broker given the same tuple;
+        else the records as they are."""
+        if type(partitions) is not tuple or len(partitions) < at_least:
+            return partitions
+        hit = self._batches.get(id(partitions))
+        if hit is not None and hit[0] is partitions:
+            return hit[1]
+        try:
+            batch = ColumnBatch.from_records(partitions)
+        except ColumnBatchError:
+            batch = partitions
+        if len(self._batches) >= 4:
+            self._batches.pop(next(iter(self._batches)))
+        self._batches[id(partitions)] = (partitions, batch)
+        return batch
 
     # --- UpdateMetadata ---------------------------------------------------------------------------
     def apply_metadata(self, image: MetadataImage, partitions) -> MetadataImage:

@@ -36,7 +36,7 @@ from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
 from controller.partition_errors import PartitionErrors
 from controller.store.kafka_zk_client import KafkaZkClient
-from controller.request_batch import BrokerRequest, BrokerResponse
+from controller.request_batch import COLUMN_MIN, BrokerRequest, BrokerResponse
 from controller.store.zookeeper import NodeExistsError, ZooKeeper
 from events.columns import ColumnBatch
 from events.journal import Journal
@@ -199,7 +199,10 @@ class BrokerServer:
         self.controller_epoch = request.controller_epoch
         partitions = request.partitions
         # Offline log directories and replica placement over several directories are per-partition questions.
-        columnar = type(partitions) is ColumnBatch and len(self.log_dirs) < 2 and not self.offline_partitions
+        columnar = len(self.log_dirs) < 2 and not self.offline_partitions
+        if columnar and type(partitions) is not ColumnBatch:
+            partitions = self._columns.as_columns(self.cluster._shared_partitions(partitions), COLUMN_MIN)
+            columnar = type(partitions) is ColumnBatch
         if request.api == API_LEADER_AND_ISR:
             errors = self._leader_and_isr_columns(partitions) if columnar else None
             return NONE, (errors if errors is not None else self._leader_and_isr_records(partitions))
