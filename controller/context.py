@@ -27,6 +27,7 @@ from statemachines.states import OFFLINE_PARTITION
 ABSENT = 0xFF  # no state recorded (Kafka: key absent from partitionStates)
 _EMPTY = ()
 EMPTY_CODE = 0  # the pool's code of ()
+_ARRAY_MIN = 64  # partitions from which per-partition loops over columns become array work
 
 
 class TuplePool:
@@ -578,8 +579,20 @@ class ControllerContext:
         """Pool codes of the tuples in a -1 padded int32 matrix (each distinct row interned once)."""
         if not len(rows):
             return np.zeros(0, dtype=np.int32)
-        uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
+        rows = np.asarray(rows)
         code = self.pool.code
+        width = rows.shape[1] if rows.ndim == 2 else 0
+        top = int(rows.max()) + 2 if rows.size else 1
+        bits = max(1, top.bit_length())
+        if width and bits * width <= 62:
+            # Each row packed into one int64 (ids + 1 in ``bits``-bit digits): a hash-based unique of ints.
+            key = np.zeros(len(rows), dtype=np.int64)
+            for j in range(width):
+                key |= (rows[:, j].astype(np.int64) + 1) << (bits * j)
+            uniq_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            uniq = rows[first]
+        else:
+            uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
         codes = np.fromiter((code(tuple(r[r >= 0].tolist())) for r in uniq), dtype=np.int32, count=len(uniq))
         return codes[inverse.reshape(-1)]
 
@@ -616,6 +629,17 @@ class ControllerContext:
 
     def partition_states_or_init(self, partitions: list[tuple], default: int) -> list[int]:
         """Current state of each partition; partitions without one get ``default`` first."""
+        segments = self.topic_segments(partitions) if len(partitions) >= _ARRAY_MIN else None
+        if segments is not None:
+            out = []
+            for ts, parts, _, _ in segments:
+                cur = view_u8(ts.pstate)[parts]
+                absent = cur == ABSENT
+                if absent.any():
+                    self.put_partition_states_array(ts, parts[absent], default)
+                    cur[absent] = default
+                out.append(cur)
+            return np.concatenate(out).tolist() if out else []
         out = []
         for tp in partitions:
             s = self.partition_state(tp)
@@ -626,6 +650,11 @@ class ControllerContext:
         return out
 
     def put_partition_states(self, partitions: list[tuple], state: int) -> None:
+        segments = self.topic_segments(partitions) if len(partitions) >= _ARRAY_MIN else None
+        if segments is not None:
+            for ts, parts, _, _ in segments:
+                self.put_partition_states_array(ts, parts, state)
+            return
         for tp in partitions:
             self.put_partition_state(tp, state)
 
@@ -852,6 +881,12 @@ class ControllerContext:
         if ts is None or tp[1] >= len(ts.rcode) or ts.leader_epoch[tp[1]] == NO_EPOCH:
             return NO_LEADER
         return ts.leader[tp[1]]
+
+    def leader_epochs_array(self, ts: TopicState, parts: np.ndarray) -> np.ndarray:
+        """``leader_epoch`` of partitions ``parts`` of one topic's columns."""
+        if ts.name in self.topics_to_be_deleted:
+            return np.full(len(parts), EPOCH_DURING_DELETE, dtype=np.int32)
+        return view_i32(ts.leader_epoch)[parts]
 
     def leader_epoch(self, tp: tuple) -> int:
         """Cached leader epoch; -2 (EpochDuringDelete) for topics queued for deletion, -1 if unknown."""

@@ -630,8 +630,11 @@ class KafkaController(PartitionReassignmentMixin):
     def on_replicas_become_offline(self, new_offline_replicas: list[tuple]) -> None:
         """Kafka's onReplicasBecomeOffline (§4.4): elections first, then the replicas go offline."""
         ctx = self.context
-        for_deletion = [r for r in new_offline_replicas if ctx.is_topic_queued_up_for_deletion(r[0])]
-        not_for_deletion = [r for r in new_offline_replicas if not ctx.is_topic_queued_up_for_deletion(r[0])]
+        if ctx.topics_to_be_deleted:
+            for_deletion = [r for r in new_offline_replicas if ctx.is_topic_queued_up_for_deletion(r[0])]
+            not_for_deletion = [r for r in new_offline_replicas if not ctx.is_topic_queued_up_for_deletion(r[0])]
+        else:
+            for_deletion, not_for_deletion = [], new_offline_replicas
         self.partition_state_machine.handle_state_changes(ctx.partitions_with_offline_leader(), OFFLINE_PARTITION)
         results = self.partition_state_machine.trigger_online_partition_state_change()
         self.replica_state_machine.handle_state_changes(not_for_deletion, OFFLINE_REPLICA)

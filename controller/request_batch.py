@@ -257,6 +257,15 @@ class ControllerBrokerRequestBatch:
         for tp, epoch in zip(tps, leader_epochs):
             table.add((broker_id, topic_code(tp[0]), tp[1], epoch, delete))
 
+    def add_stop_replica_columns(self, broker_id: int, ts, parts: np.ndarray, delete_partition: bool) -> None:
+        """``add_stop_replica_request_for_brokers((broker_id,), tp, delete_partition)`` for partitions ``parts``
+        (numpy indexes, in order) of one topic's columns."""
+        if broker_id < 0 or not len(parts):
+            return
+        table = self._sr
+        table.add_columns((broker_id, table.topic_code(ts.name), parts, self.context.leader_epochs_array(ts, parts),
+                           int(delete_partition)))
+
     def add_stop_replica_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
                                              delete_partition: bool) -> None:
         leader_epoch = self.context.leader_epoch(tp)

@@ -225,12 +225,12 @@ class PartitionStateMachine:
                     results[tp] = res
         elif target in (OFFLINE_PARTITION, NON_EXISTENT_PARTITION):
             self._emit_many(valid, [current[tp] for tp in valid], target, ELECTION_NONE)
-            for tp in valid:
-                if trace:
+            if trace:
+                for tp in valid:
                     self._log.debug(f"Changed partition {TopicPartition(*tp)} state from "
                                     f"{PARTITION_BY_BYTE[current[tp]]} to {PARTITION_BY_BYTE[target]}", epoch=ctx.epoch)
-                ctx.put_partition_state(tp, target)
-                results[tp] = None
+            ctx.put_partition_states(valid, target)
+            results.update(dict.fromkeys(valid))
         else:
             raise ValueError(f"unknown partition state byte {target}")
         return results

@@ -65,8 +65,8 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     # From here on the batch changes things, in the per-partition path's order.
     batch = sm.batch
     epoch = ctx.epoch
-    tps = [(t, p) for t, p, _ in replicas]
-    batch.add_stop_replica_requests(replica_id, tps, [ctx.leader_epoch(tp) for tp in tps], False)
+    for ts, parts, _, _ in segments:
+        batch.add_stop_replica_columns(replica_id, ts, parts, False)
     reads = []
     try:
         for ts, parts, _, _ in segments:
@@ -79,7 +79,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     failed_reads: list[tuple[int, Exception]] = []
     for (ts, parts, start, _), r in zip(segments, reads):
         for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
-            tp = tps[start + i]
+            tp = replicas[start + i][:2]
             failed_reads.append((start + i, failures.isr_path_empty(replica_id, tp) if not r.exists[i] else
                                  failures.isr_path_written_by_newer_controller(epoch, int(r.controller_epoch[i]))))
 
@@ -127,7 +127,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
         sm._log_failed_state_change(replicas[row], curs[row], OFFLINE_REPLICA, exc)
     for row in retry:
         sm._log.debug(f"Controller failed to remove replica {replica_id} from ISR of partition "
-                      f"{TopicPartition(*tps[row])}. This will be retried.")
+                      f"{TopicPartition(*replicas[row][:2])}. This will be retried.")
     # Kafka's order of the results: the partitions without the broker in their ISR first, then the written
     # ones, then those of the retries.
     updated_rows = []
@@ -145,7 +145,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
         updated_rows.append((ts, parts, start, rows))
     later = {}
     if retry:
-        later = sm._remove_replicas_from_isr(replica_id, [tps[row] for row in retry],
+        later = sm._remove_replicas_from_isr(replica_id, [replicas[row][:2] for row in retry],
                                              {replicas[row]: curs[row] for row in retry})
 
     log_info = sm.trace_transitions and sm._log.is_enabled_for(logging.INFO)
