@@ -489,8 +489,8 @@ class ControllerBrokerRequestBatch:
     def _stop_replica_callback(self, broker: int, deleted: set) -> Callable[[BrokerResponse], None]:
         def on_response(response: BrokerResponse) -> None:
             ctx = self.context
-            errors = {tp: err for tp, err in sorted(response.partition_errors.items())
-                      if tp in deleted and ctx.is_topic_deletion_in_progress(tp[0])}
+            errors = dict(sorted((tp, err) for tp, err in response.partition_errors.items()
+                                 if tp in deleted and ctx.is_topic_deletion_in_progress(tp[0])))
             if errors:
                 self.on_topic_deletion_stop_replica_response(broker, response.error, errors)
         return on_response
