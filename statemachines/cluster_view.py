@@ -173,7 +173,11 @@ def _tuples_block(tuples, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _tuples(block: np.ndarray, lengths: np.ndarray) -> list[tuple]:
-    return [tuple(row[:k]) for row, k in zip(block.tolist(), lengths.tolist())]
+    """The rows of a padded matrix as tuples of their ``lengths`` first values."""
+    rows = block.tolist()
+    if not len(lengths) or int(lengths.min()) == block.shape[1]:
+        return list(map(tuple, rows))
+    return [tuple(row[:k]) for row, k in zip(rows, lengths.tolist())]
 
 
 def _resized(a: np.ndarray, n: int, fill) -> np.ndarray:
@@ -435,10 +439,13 @@ class _ReplicaStates:
         k = int(self.n[p])
         return dict(zip(self.ids[p, :k].tolist(), self.states[p, :k].tolist()))
 
-    def pairs(self, ids: np.ndarray) -> list[list[tuple]]:
-        """The (replica, state) pairs of the partitions ``ids`` (with a map), in order."""
-        return [list(zip(r[:k], s[:k])) for r, s, k in
-                zip(self.ids[ids].tolist(), self.states[ids].tolist(), self.n[ids].tolist())]
+    def pairs(self, ids: np.ndarray, into=list) -> list:
+        """The (replica, state) pairs of the partitions ``ids`` (with a map), in order, each made ``into`` a
+        list (or a dict)."""
+        ids_rows, state_rows, n = self.ids[ids].tolist(), self.states[ids].tolist(), self.n[ids]
+        if not len(n) or int(n.min()) == self.ids.shape[1]:
+            return list(map(into, map(zip, ids_rows, state_rows)))
+        return [into(zip(r[:k], s[:k])) for r, s, k in zip(ids_rows, state_rows, n.tolist())]
 
     def _add(self, ids: np.ndarray) -> None:
         new = ids[~self.has[ids]]
@@ -600,6 +607,9 @@ class _PartitionsView(Mapping):
         ids = self._table.order()
         return list(zip(ids.tolist(), map(partial(_new, PartitionView), self._table.rows(ids))))
 
+    def values(self):
+        return list(map(partial(_new, PartitionView), self._table.rows(self._table.order())))
+
     def __repr__(self) -> str:
         return repr(dict(self.items()))
 
@@ -647,6 +657,13 @@ class _PartitionStatesView(Mapping):
 
     def __len__(self) -> int:
         return self._table.count
+
+    def items(self):
+        ids = self._table.order()
+        return list(zip(ids.tolist(), self._table.pairs(ids, dict)))
+
+    def values(self):
+        return self._table.pairs(self._table.order(), dict)
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
@@ -1152,7 +1169,10 @@ class ClusterView:
             maps = [{}] * len(ids)
         else:
             has = states.mask(ids)
-            maps = [dict(pairs) if h else {} for pairs, h in zip(states.pairs(np.where(has, ids, 0)), has.tolist())]
+            maps = states.pairs(np.where(has, ids, 0), dict)
+            if not has.all():
+                for i in np.flatnonzero(~has).tolist():
+                    maps[i] = {}
         return zip(ids.tolist(), table.rows(ids), maps)
 
     def to_json_dict(self) -> dict:
@@ -1207,9 +1227,13 @@ def _partition_json(p: int, row: tuple, states: dict) -> dict:
         "leader_epoch": leader_epoch,
         "isr": list(isr),
         "replicas": list(replicas),
-        "state": PARTITION_BY_BYTE[state].value,
-        "replica_states": {str(r): REPLICA_BY_BYTE[states[r]].value for r in sorted(states)},
+        "state": _PARTITION_NAMES[state],
+        "replica_states": {str(r): _REPLICA_NAMES[states[r]] for r in sorted(states)},
     }
+
+
+_PARTITION_NAMES = {b: s.value for b, s in PARTITION_BY_BYTE.items()}
+_REPLICA_NAMES = {b: s.value for b, s in REPLICA_BY_BYTE.items()}
 
 
 @contextmanager
