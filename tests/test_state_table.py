@@ -223,6 +223,13 @@ def test_a_snapshot_with_broken_columns_is_refused(clock):
         with pytest.raises(ValueError, match=message):
             ZooKeeper.from_dict(d, clock)
     d = copy.deepcopy(good)
+    cols = d["tables"][0][1]
+    cols["pp"] = cols["pp"] * 2
+    for name in ("pczxid", "pcversion", "ppzxid", "pchild"):
+        cols[name] = cols[name] * 2
+    with pytest.raises(ValueError, match="a partition twice"):
+        ZooKeeper.from_dict(d, clock)
+    d = copy.deepcopy(good)
     del d["tables"][0][1]["leader"]
     with pytest.raises(ValueError, match="no column 'leader'"):
         ZooKeeper.from_dict(d, clock)

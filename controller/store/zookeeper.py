@@ -469,8 +469,6 @@ def _load_table_columns(topic: str, cols: dict) -> StateTable:
         raise ValueError(f"ZooKeeper snapshot: table {topic} has no column {e}") from None
     if (len(ps) and int(ps.min()) < 0) or (len(pp) and int(pp.min()) < 0):
         raise ValueError(f"ZooKeeper snapshot: table {topic} has a negative partition id")
-    if len(np.unique(ps)) != len(ps) or len(np.unique(pp)) != len(pp):
-        raise ValueError(f"ZooKeeper snapshot: table {topic} has a partition twice")
     if len(ps) and int(state["isr_len"].max()) > width:
         raise ValueError(f"ZooKeeper snapshot: table {topic} has an ISR longer than its width {width}")
     table = StateTable(topic)
@@ -483,6 +481,8 @@ def _load_table_columns(topic: str, cols: dict) -> StateTable:
         table.pcount = len(pp)
         for name, _ in _PARENT_COLUMNS:
             getattr(table, name)[pp] = parent[name]
+    if int(np.count_nonzero(table.present)) != len(ps) or int(np.count_nonzero(table.parent)) != len(pp):
+        raise ValueError(f"ZooKeeper snapshot: table {topic} has a partition twice")
     return table
 
 
