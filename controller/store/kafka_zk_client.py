@@ -26,7 +26,12 @@ behaves as Kafka's client does on top of it:
   ``write_leader_and_isr_columns``) and the ``/state`` creates of ``create_partition_states`` go through
   the model's ``/state`` table (``ZooKeeper.get_state_rows``, ``set_state_rows``, ``create_state_rows``):
   the same requests again, answered as array work, with the same results as the per-partition
-  methods (``PartitionStateColumnsMixin``, which they fall back to for anything unusual).
+  methods (``PartitionStateColumnsMixin``, which they fall back to for anything unusual). Creation has
+  column forms too: ``create_topic_with_replica_matrix`` (and ``validate_topic_create`` of a matrix) writes
+  the topic znode from an (n, rf) replica matrix, ``get_replica_assignment_columns`` reads topic znodes
+  back as columns (``zk_data.TopicColumns``), and ``create_partition_states_columns`` creates the
+  partitions' parents and ``/state`` znodes from per-topic columns (``ZooKeeper.create_partition_parents``,
+  ``create_state_columns``; ``create_partition_states`` goes the same way for its dict).
 
 The znode bodies come from ``controller.store.zk_data``. It implements ``statemachines.ports.PartitionStateStore``.
 """

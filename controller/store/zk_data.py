@@ -16,6 +16,11 @@ reproduces it from the same hash functions and table rules:
 
 Strings hash as ``String.hashCode`` over UTF-16 code units; Jackson writes compact JSON, keeps
 non-ASCII characters and escapes control characters with upper-case hex.
+
+A topic znode can also be written from a replica matrix (``encode_topic_matrix``: the partition keys'
+order computed as arrays, each distinct replica list formatted once) and read as columns
+(``decode_topic_columns``); the columns of the bodies written or read lately are kept by their bytes, so
+reading back what this process wrote parses nothing (``decode_topic`` uses them too).
 """
 from __future__ import annotations
 

@@ -39,18 +39,26 @@ ctime/mtime are not stored per node but looked up from a per-transaction time co
 
 The partitions' ``/brokers/topics/<t>/partitions/<p>/state`` znodes are kept as columns instead, one
 ``state_table.StateTable`` per topic (row = partition id: controller epoch, leader, leader epoch,
-recovery state, ISR, czxid, mzxid, version), and the dict holds the partition id (an int) at their
-paths, so existence, children, ordering and deletes work as for any znode. The JSON body is made only
-when someone reads it, byte for byte what ``zk_data.encode_leader_and_isr`` writes; a body in any
-other form (or a /state znode that is ephemeral or gets a child) is kept as a tuple, verbatim. The
-layout is not observable: every read, Stat, watch, dump and snapshot is what the tuples would give.
+recovery state, ISR, czxid, mzxid, version), and so are their parents ``.../partitions/<p>`` as Kafka
+creates them (czxid, stored cversion, pzxid, whether the /state exists). A row has no entry of its own
+in the dict of znodes (``_Tree``): a lookup of its path answers the row's marker (``p`` for a /state row,
+``~p`` for a parent row) while the table holds the row, so existence, children, ordering and deletes
+work as for any znode, and a million partitions add no path strings. The JSON body is made only when
+someone reads it, byte for byte what ``zk_data.encode_leader_and_isr`` writes; a body in any other form
+(or a /state znode that is ephemeral or gets a child, a parent with data or another child) is kept as a
+tuple, verbatim. The layout is not observable: every read, Stat, watch and dump is what the tuples would
+give; a snapshot (``to_dict``) holds the rows as column buffers per topic (``to_dict(per_znode=True)``:
+every znode on its own, as a model without tables writes it), and ``from_dict`` reads both layouts.
 
 ``multi_many`` (or ``iter_multi``, lazily) applies a batch of multis, each exactly as ``multi``
 would (its own transaction and zxid, rollback, watch delivery before the next one), and
 ``get_data_and_version_many`` reads a batch of znodes: Kafka pipelines such requests; here they
 save the per-call overhead. ``get_state_rows``, ``set_state_rows`` and ``create_state_rows`` are the
 same for many /state znodes of one topic (a read; one fenced conditional write or create per
-partition), answered as array work on the table where no watch is armed.
+partition), answered as array work on the table where no watch is armed. ``create_partition_parents``
+and ``create_state_columns`` are a new topic's fenced creates (its parents, then its /state znodes from
+columns), done as array work where nothing under the topic's /partitions is watched, and refused (None,
+nothing done) otherwise, for the caller to send the requests one by one.
 """
 from __future__ import annotations
 
