@@ -18,6 +18,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator
 
+from operator import itemgetter
+
 import numpy as np
 
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
@@ -431,13 +433,17 @@ class ControllerContext:
         seen: set[str] = set()
         topics = self.topics
         n = len(rows)
-        parts = np.fromiter((r[1] for r in rows), dtype=np.int64, count=n)
-        start = 0
-        while start < n:
+        parts = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=n)
+        if n > 1:
+            names = np.empty(n, dtype=object)
+            names[:] = list(map(itemgetter(0), rows))
+            bounds = np.flatnonzero(names[1:] != names[:-1]) + 1
+        else:
+            bounds = np.zeros(0, dtype=np.int64)
+        for start, end in zip([0] + bounds.tolist(), bounds.tolist() + [n]):
+            if start >= n:
+                break
             topic = rows[start][0]
-            end = start + 1
-            while end < n and rows[end][0] == topic:
-                end += 1
             ts = topics.get(topic)
             seg = parts[start:end]
             if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
@@ -445,7 +451,6 @@ class ControllerContext:
                 return None
             seen.add(topic)
             out.append((ts, seg, start, end))
-            start = end
         return out
 
     def replica_states_array(self, ts: TopicState, parts: np.ndarray, replica: int) -> tuple[np.ndarray, np.ndarray]:

@@ -384,6 +384,8 @@ class ControllerBrokerRequestBatch:
 
     def _list_column(self, codes: np.ndarray) -> ListColumn:
         """Pool codes as an int tuple column."""
+        if not codes.any():   # every tuple empty (the pool's code 0): adding/removing replicas, mostly
+            return ListColumn(np.zeros(len(codes) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         pool = self.pool
         lengths = pool.lengths()[codes]
         offsets = np.zeros(len(codes) + 1, dtype=np.int64)
