@@ -24,6 +24,7 @@ import numpy as np
 
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from statemachines.replica_rows import ReplicaRows
 from statemachines.states import OFFLINE_PARTITION
 
 ABSENT = 0xFF  # no state recorded (Kafka: key absent from partitionStates)
@@ -414,6 +415,10 @@ class ControllerContext:
         return [(t, p, r) for t, p in partitions for r in self.partition_replica_assignment((t, p))]
 
     def online_and_offline_replicas(self) -> tuple[list[tuple], list[tuple]]:
+        """Every replica of every partition, split by ``is_replica_online``: topic, partition and assignment
+        order (as columns, ``ReplicaRows``, when no replica is on an offline log directory)."""
+        if not self.has_offline_dirs():
+            return self._online_and_offline_rows()
         online, offline = [], []
         is_online = self.online_replica_filter()
         tuples = self.pool.tuples
@@ -424,11 +429,37 @@ class ControllerContext:
                     (online if is_online(r, tp) else offline).append((topic, p, r))
         return online, offline
 
+    def _online_and_offline_rows(self) -> tuple[ReplicaRows, ReplicaRows]:
+        live = self.live_mask()
+        names = list(self.topics)
+        pool_matrix = self.pool.matrix()
+        parts: list = [[], []]
+        for code, ts in enumerate(self.topics.values()):
+            m = pool_matrix[view_i32(ts.rcode)]
+            has = m >= 0
+            online = has.copy()
+            known = has & (m < len(live))
+            online[known] = live[m[known]]
+            online[has & ~known] = False
+            for side, mask in ((0, online), (1, has & ~online)):
+                p, j = np.nonzero(mask)
+                parts[side].append((np.full(len(p), code, dtype=np.int32), p, m[p, j]))
+        out = []
+        for side in parts:
+            if side:
+                out.append(ReplicaRows(names, np.concatenate([a for a, _, _ in side]),
+                                       np.concatenate([b for _, b, _ in side]), np.concatenate([c for _, _, c in side])))
+            else:
+                out.append(ReplicaRows(names, np.zeros(0), np.zeros(0), np.zeros(0)))
+        return out[0], out[1]
+
     # --- batch access (the state machines' array paths) ----------------------------------------
     def topic_segments(self, rows: list[tuple]) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
         """Split ``(topic, partition[, ...])`` rows into runs of one topic: (columns, partitions, start, end)
         in row order. None when a topic appears in two runs, a partition twice, or a partition is unknown:
         the caller then takes the per-partition path."""
+        if isinstance(rows, ReplicaRows):
+            return self._row_segments(rows)
         out = []
         seen: set[str] = set()
         topics = self.topics
@@ -446,6 +477,19 @@ class ControllerContext:
             topic = rows[start][0]
             ts = topics.get(topic)
             seg = parts[start:end]
+            if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
+                    or len(np.unique(seg)) != len(seg)):
+                return None
+            seen.add(topic)
+            out.append((ts, seg, start, end))
+        return out
+
+    def _row_segments(self, rows: ReplicaRows) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
+        out = []
+        seen: set[str] = set()
+        for topic, start, end in rows.topic_runs():
+            ts = self.topics.get(topic)
+            seg = rows.partition[start:end]
             if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
                     or len(np.unique(seg)) != len(seg)):
                 return None

@@ -18,7 +18,7 @@ import numpy as np
 from events.columns import DictColumn
 from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
-from statemachines.partition_batch import list_column
+from statemachines.partition_batch import list_column, topic_column
 from statemachines import failures
 from statemachines.leader_and_isr import TopicPartition
 from statemachines.states import (
@@ -260,7 +260,7 @@ def succeed_columns(sm, replica_id: int, replicas: list[tuple], segments: list, 
     if not replicas:
         return
     cur = np.concatenate([c[1] for c in checked])
-    sm.journal.emit_columns(ReplicaTransition, topic=[r[0] for r in replicas],
+    sm.journal.emit_columns(ReplicaTransition, topic=topic_column(segments),
                             partition=np.concatenate([s[1] for s in segments]),
                             replica=np.full(len(replicas), replica_id, dtype=np.int32), from_state=cur,
                             to_state=np.full(len(replicas), target, dtype=np.uint8))

@@ -22,6 +22,7 @@ from statemachines.errors import (
 )
 from statemachines import failures
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
+from statemachines.replica_rows import ReplicaRows
 from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch, offline_states
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
@@ -82,16 +83,18 @@ class ReplicaStateMachine:
 
     # --- transitions ----------------------------------------------------------------------------
     def handle_state_changes(self, replicas: Iterable[tuple], target_state: int) -> None:
-        replicas = list(replicas)
-        if not replicas:
+        if isinstance(replicas, ReplicaRows):
+            by_broker = replicas.by_replica()
+        else:
+            by_broker = {}
+            for rep in replicas:
+                group = by_broker.get(rep[2])
+                if group is None:
+                    by_broker[rep[2]] = [rep]
+                else:
+                    group.append(rep)
+        if not by_broker:
             return
-        by_broker: dict[int, list[tuple]] = {}
-        for rep in replicas:
-            group = by_broker.get(rep[2])
-            if group is None:
-                by_broker[rep[2]] = [rep]
-            else:
-                group.append(rep)
         try:
             self.batch.new_batch()
             for broker, group in by_broker.items():
