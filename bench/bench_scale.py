@@ -756,6 +756,17 @@ def compare_states(cluster, st: Columns, limit: int = 2000) -> str:
     return f"baseline /state bytes equal ours for {same:,} of {total:,} sampled partitions"
 
 
+class _Discard:
+    """A sink that drops records and columnar batches alike (a plain callable sink would make the cluster
+    expand every columnar batch into records for it)."""
+
+    def __call__(self, record) -> None:
+        pass
+
+    def append_columns(self, batch) -> None:
+        pass
+
+
 def ours_failover_child(path: str) -> None:
     """Child process: restore the snapshot and kill its controller; prints a RESULT line (times, peak RSS)."""
     from controller.embedding.cluster_snapshot import restore_cluster
@@ -764,7 +775,7 @@ def ours_failover_child(path: str) -> None:
         t0 = time.perf_counter()
         with open(path, "rb") as f:
             data = f.read()
-        cluster = restore_cluster(data, sink=lambda rec: None)
+        cluster = restore_cluster(data, sink=_Discard())
         del data
         t1 = time.perf_counter()
         old = cluster.controller_id

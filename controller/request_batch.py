@@ -128,6 +128,7 @@ class ControllerBrokerRequestBatch:
         # Per-batch caches: the live brokers do not change while one batch is being built.
         self._all_live_added = False
         self._is_online = None
+        self._live = None
 
     @property
     def pool(self):
@@ -190,6 +191,7 @@ class ControllerBrokerRequestBatch:
         self.update_metadata_brokers.clear()
         self._all_live_added = False
         self._is_online = None
+        self._live = None
 
     # --- adding, one partition at a time ----------------------------------------------------------
     def add_leader_and_isr_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
@@ -314,7 +316,9 @@ class ControllerBrokerRequestBatch:
             return
         rcodes = ctx.assignment_codes(ts, parts)
         rows = self.pool.matrix()[rcodes]
-        live = ctx.live_mask()
+        live = self._live
+        if live is None:
+            live = self._live = ctx.live_mask()
         offline = rows >= 0
         known = offline & (rows < len(live))
         offline[known] = ~live[rows[known]]
