@@ -43,7 +43,8 @@ recovery state, ISR, czxid, mzxid, version), and so are their parents ``.../part
 creates them (czxid, stored cversion, pzxid, whether the /state exists). A row has no entry of its own
 in the dict of znodes (``_Tree``): a lookup of its path answers the row's marker (``p`` for a /state row,
 ``~p`` for a parent row) while the table holds the row, so existence, children, ordering and deletes
-work as for any znode, and a million partitions add no path strings. The JSON body is made only when
+work as for any znode, and a million partitions add no path strings; a topic's ``.../partitions`` znode
+whose children are exactly its parent rows lists and counts them from the table (``_RowChildren``). The JSON body is made only when
 someone reads it, byte for byte what ``zk_data.encode_leader_and_isr`` writes; a body in any other form
 (or a /state znode that is ephemeral or gets a child, a parent with data or another child) is kept as a
 tuple, verbatim. The layout is not observable: every read, Stat, watch and dump is what the tuples would
@@ -274,19 +275,49 @@ def _check_path(path: str, sequential: bool = False) -> None:
         raise ValueError(f"Invalid path string {path!r}: relative paths not allowed")
 
 
+class _RowChildren:
+    """The children of a ``/brokers/topics/<t>/partitions`` znode when they are exactly its topic's parent rows
+    (``tables``: topic -> StateTable): counted, tested and listed from the table, no path held. A change
+    that is not a parent row's makes them a set of paths first (``materialized``)."""
+    __slots__ = ("tables", "topic")
+
+    def __init__(self, tables: dict, topic: str):
+        self.tables, self.topic = tables, topic
+
+    def __len__(self) -> int:
+        table = self.tables.get(self.topic)
+        return table.pcount if table is not None else 0
+
+    def __iter__(self):
+        table = self.tables.get(self.topic)
+        if table is None:
+            return iter(())
+        prefix = table.prefix
+        return iter([f"{prefix}{p}" for p in np.flatnonzero(table.parent).tolist()])
+
+    def materialized(self):
+        """None, the one path, or a set of the paths."""
+        paths = list(self)
+        return None if not paths else paths[0] if len(paths) == 1 else set(paths)
+
+
 def _with_child(children, path: str):
     """``children`` (None, a path, or a set of paths) with ``path`` added (a set is changed in place)."""
+    if type(children) is _RowChildren:
+        children = children.materialized()
     if children is None:
         return path
     if type(children) is str:
-        return {children, path}
+        return children if children == path else {children, path}
     children.add(path)
     return children
 
 
 def _without_child(children, path: str):
     """``children`` with ``path`` removed (a set is changed in place; one left becomes its path)."""
-    if type(children) is str:
+    if type(children) is _RowChildren:
+        children = children.materialized()
+    if children is None or type(children) is str:
         return None
     children.discard(path)
     return next(iter(children)) if len(children) == 1 else children
@@ -634,6 +665,10 @@ class ZooKeeper:
         if p >= 0:
             table.clear(p)
         else:
+            top = table.prefix[:-1]
+            node = dict.get(self._nodes, top)
+            if node is not None and type(node[_CHILDREN]) is _RowChildren:   # the row's path stays a child
+                self._nodes[top] = (*node[:_CHILDREN], node[_CHILDREN].materialized())
             table.clear_parent(~p)
         if not table.count and not table.pcount:
             del self._tables[topic]
@@ -1534,9 +1569,15 @@ class ZooKeeper:
         if type(node) is not tuple or node[_OWNER]:
             return None
         prefix = top + "/"
-        paths = [f"{prefix}{p}" for p in ps.tolist()]
-        if node[_CHILDREN] is not None and any(map(nodes.__contains__, paths)):   # a new topic has no parents
-            return None
+        children = node[_CHILDREN]
+        paths = None
+        if type(children) is _RowChildren:    # its children are the parent rows
+            if table is not None and table.parent[ps[ps < table.cap]].any():
+                return None
+        elif children is not None:
+            paths = [f"{prefix}{p}" for p in ps.tolist()]
+            if any(map(nodes.__contains__, paths)):
+                return None
         n = len(ps)
         code = np.zeros(n, dtype=np.int8)
         zx = self._bulk_txns(sess, n)
@@ -1549,10 +1590,10 @@ class ZooKeeper:
         table.put_parents(ps, zx)
         data, czxid, mzxid, version, cversion, owner, pzxid, children = node
         if children is None:
-            children = paths[0] if n == 1 else set(paths)
+            children = _RowChildren(self._tables, topic)
         elif type(children) is str:
             children = {children, *paths}
-        else:
+        elif type(children) is not _RowChildren:
             children.update(paths)
         nodes[top] = (data, czxid, mzxid, version, cversion + n, owner, int(zx[-1]), children)
         return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
@@ -1733,17 +1774,11 @@ class ZooKeeper:
             zk._sessions[sid] = _Session(sid, timeout, last, None, None)
         children: dict[str, object] = {}
         tables = d.get("tables")
+        row_children = []
         for topic, cols in tables or ():
             table = zk._tables[topic] = _load_table_columns(topic, cols)
-            parents = np.flatnonzero(table.parent).tolist()
-            if parents:
-                prefix = table.prefix
-                top = prefix[:-1]
-                paths = [f"{prefix}{p}" for p in parents]
-                c = children.get(top)
-                c = set() if c is None else {c} if type(c) is str else c
-                c.update(paths)
-                children[top] = next(iter(c)) if len(c) == 1 else c
+            if table.pcount:
+                row_children.append((table.prefix[:-1], topic))
             for p in np.flatnonzero(table.present & ~table.parent).tolist():   # a /state row under a tuple
                 key = f"{table.prefix}{p}"
                 children[key] = _with_child(children.get(key), key + "/state")
@@ -1755,6 +1790,14 @@ class ZooKeeper:
             owner = row[6]
             if owner and owner in zk._sessions:
                 zk._sessions[owner].ephemerals.add(path)
+        for top, topic in row_children:   # the parent rows, and other children if it has any
+            c = children.get(top)
+            if c is None:
+                children[top] = _RowChildren(zk._tables, topic)
+            else:
+                c = {c} if type(c) is str else c
+                c.update(_RowChildren(zk._tables, topic))
+                children[top] = c
         get = children.get
         zk._nodes = _Tree(zk._tables, {path: (data, czxid, mzxid, version, cversion, owner, pzxid, get(path))
                                        for path, data, czxid, mzxid, version, cversion, owner, pzxid in d["nodes"]})
