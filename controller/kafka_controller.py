@@ -451,8 +451,7 @@ class KafkaController(PartitionReassignmentMixin):
         for topic in topics:
             ctx.add_topic(topic)
             self._register_partition_modifications_handler(topic)
-        assignments = self.zk.get_full_replica_assignment_for_topics(topics)
-        self._load_assignments(assignments, track_reassignments=True)
+        self._read_assignments(topics, track_reassignments=True)
         ctx.clear_partition_leadership_info()
         ctx.shutting_down_broker_ids.clear()
         self._register_broker_modifications_handlers(sorted(ctx.live_broker_epochs))
@@ -460,6 +459,37 @@ class KafkaController(PartitionReassignmentMixin):
         self._log.info(f"Currently active brokers in the cluster: {_ids(ctx.live_broker_ids)}")
         self._log.info(f"Current list of topics in the cluster: {','.join(topics)}")
         self._emit_live_brokers()
+
+    def _read_assignments(self, topics: list[str], track_reassignments: bool) -> list[tuple]:
+        """Read the topics' assignments from the store into the context (topics already added, with no
+        partitions yet); returns their partitions, by topic then partition. A topic none of whose partitions
+        is being reassigned, numbered 0..n-1, goes in as columns (``get_replica_assignment_columns``): its
+        code column set in one step; any other is read and loaded partition by partition."""
+        ctx = self.context
+        read_columns = getattr(self.zk, "get_replica_assignment_columns", None)
+        if read_columns is None or not self.partition_state_machine.batch_path or not topics:
+            assignments = self.zk.get_full_replica_assignment_for_topics(topics)
+            self._load_assignments(assignments, track_reassignments)
+            return sorted(assignments)
+        columns = read_columns(topics)
+        partitions: list[tuple] = []
+        rest: list[str] = []
+        for topic in sorted(columns):
+            c = columns[topic]
+            n = len(c.partitions)
+            ts = ctx.topics.get(topic)
+            if (n and (ts is None or not len(ts)) and not c.adding.shape[1] and not c.removing.shape[1]
+                    and int(c.partitions[-1]) == n - 1 and int(c.partitions[0]) == 0):
+                ctx.set_topic_assignment_codes(topic, ctx.codes_of_rows(c.replicas))
+                partitions.extend(zip([topic] * n, range(n)))
+            else:
+                rest.append(topic)
+        if rest:
+            assignments = self.zk.get_full_replica_assignment_for_topics(rest)
+            self._load_assignments(assignments, track_reassignments)
+            partitions.extend(assignments)
+            partitions.sort()
+        return partitions
 
     def _load_assignments(self, assignments: dict, track_reassignments: bool) -> None:
         """Put the assignments read from the store into the context, partition by partition in (topic,
@@ -941,16 +971,15 @@ class KafkaController(PartitionReassignmentMixin):
         deleted_topics = sorted(ctx.all_topics - set(topics))
         for topic in new_topics:
             self._register_partition_modifications_handler(topic)
-        added = self.zk.get_full_replica_assignment_for_topics(new_topics)
         for topic in deleted_topics:
             ctx.remove_topic(topic)
         for topic in new_topics:
             ctx.add_topic(topic)
-        self._load_assignments(added, track_reassignments=False)
+        added = self._read_assignments(new_topics, track_reassignments=False)
         self._log.info(f"New topics: [{set(new_topics)}], deleted topics: [{set(deleted_topics)}], new partition "
                        f"replica assignment [{len(added)} partitions]")
         if added:
-            self.on_new_partition_creation(sorted(added))
+            self.on_new_partition_creation(added)
 
     def _process_partition_modifications(self, topic: str) -> None:
         if not self.is_active:
