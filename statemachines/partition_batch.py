@@ -238,7 +238,6 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
     """``PartitionStateMachine._initialize_leader_and_isr_for_partitions`` (NewPartition -> OnlinePartition:
     the first live replica leads, the live replicas are the ISR, the ``/state`` znodes created in one
     fenced batch) with the choice made on arrays; None (nothing done) when the per-partition path must."""
-    from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch
     from statemachines.states import NEW_PARTITION
     from events.records import RECOVERED
     ctx = sm.context
@@ -265,36 +264,58 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
         chosen.append((rows, leader[rows], isr[rows]))
     epoch = ctx.epoch
     new = tuple.__new__
-    to_create: dict = {}
-    for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
-        for p, ld, i in zip(parts[rows].tolist(), leader.tolist(), sm.context.tuples_of_rows(isr)):
-            to_create[(ts.name, p)] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (ld, 0, i, RECOVERED, 0)),
-                                                                         epoch))
-    if not to_create:
+    if not any(len(rows) for rows, _, _ in chosen):
         return done
+    store_segments = [(ts.name, parts[rows], leader, isr)
+                      for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen)]
     try:
-        responses = sm.store.create_partition_states(to_create, ctx.epoch_zk_version)
+        failed = _create_states(sm.store, store_segments, epoch, ctx.epoch_zk_version)
     except Exception as exc:
         from statemachines.errors import ControllerMovedError
         if isinstance(exc, ControllerMovedError):
             sm._log.error("Controller moved to another broker when trying to create the topic partition state "
                           "znode")
             raise
-        for tp in to_create:
-            # Kafka reports NewPartition as the target here (sic).
-            done[tp] = sm._log_failed_state_change(tp, ctx.partition_state(tp), NEW_PARTITION, exc)
+        for topic, ps, _, _ in store_segments:
+            for p in ps.tolist():
+                # Kafka reports NewPartition as the target here (sic).
+                done[(topic, p)] = sm._log_failed_state_change((topic, p), ctx.partition_state((topic, p)),
+                                                               NEW_PARTITION, exc)
         return done
-    for (ts, parts, _, _), (rows, leader, isr) in zip(segments, chosen):
+    for (ts, parts, _, _), (rows, leader, isr), bad in zip(segments, chosen, failed):
         sel = parts[rows]
-        ok = np.fromiter((responses[(ts.name, p)] is None for p in sel.tolist()), dtype=bool, count=len(sel))
+        ok = np.ones(len(sel), dtype=bool)
+        if bad:
+            ok[list(bad)] = False
         if ok.any():
             okp = sel[ok]
             n = len(okp)
             ctx.put_leadership_arrays(ts, okp, leader[ok], np.zeros(n, dtype=np.int32), ctx.codes_of_rows(isr[ok]),
                                       0, np.zeros(n, dtype=np.int32), epoch)
             sm.batch.add_leader_and_isr_columns(ts, okp, isr[ok], True)
-        for p, keep in zip(sel.tolist(), ok.tolist()):
-            tp = (ts.name, p)
-            done[tp] = to_create[tp].leader_and_isr if keep else \
-                sm._log_failed_state_change(tp, NEW_PARTITION, ONLINE_PARTITION, responses[tp])
+        isr_t = ctx.tuples_of_rows(isr)
+        name = ts.name
+        for i, (p, ld) in enumerate(zip(sel.tolist(), leader.tolist())):
+            done[(name, p)] = new(LeaderAndIsr, (ld, 0, isr_t[i], RECOVERED, 0)) if i not in bad else \
+                sm._log_failed_state_change((name, p), NEW_PARTITION, ONLINE_PARTITION, bad[i])
     return done
+
+
+def _create_states(store, segments: list, controller_epoch: int, expected_zk_version: int) -> list[dict]:
+    """The store's ``create_partition_states_columns`` of (topic, partitions, leader, ISR matrix) segments, or
+    ``create_partition_states`` of them as a dict for a store without it: per segment {row: error} of the
+    partitions whose ``/state`` was not created."""
+    create = getattr(store, "create_partition_states_columns", None)
+    if create is not None:
+        return create(segments, controller_epoch, expected_zk_version)
+    from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch
+    from events.records import RECOVERED
+    new = tuple.__new__
+    states: dict = {}
+    for topic, ps, leader, isr in segments:
+        for p, ld, row in zip(ps.tolist(), leader.tolist(), isr.tolist()):
+            states[(topic, p)] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (
+                ld, 0, tuple(r for r in row if r >= 0), RECOVERED, 0)), controller_epoch))
+    responses = store.create_partition_states(states, expected_zk_version)
+    return [{i: responses[(topic, p)] for i, p in enumerate(ps.tolist()) if responses[(topic, p)] is not None}
+            for topic, ps, _, _ in segments]

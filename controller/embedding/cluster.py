@@ -63,6 +63,21 @@ READ_ONLY_BROKER_CONFIGS = frozenset({
 MAX_SETTLE_STEPS = 10_000_000
 
 
+def _replica_matrix(assignment) -> np.ndarray | None:
+    """A topic's assignment (replicas per partition) as an (n, rf) int matrix, when it is one: every partition
+    with the same number (> 0) of integer replica ids; None otherwise (it is then checked and written
+    partition by partition, with Kafka's errors for what is wrong)."""
+    if not assignment or not assignment[0]:
+        return None
+    try:
+        m = np.array(assignment)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if m.ndim != 2 or m.dtype.kind not in "iu" or m.dtype == np.bool_:
+        return None
+    return m
+
+
 class ClusterError(RuntimeError):
     """An action the cluster cannot carry out (unknown broker, broker already running, ...)."""
 
@@ -755,8 +770,12 @@ class Cluster:
         elif t is ClockAdvanced:
             pass
         elif t is TopicCreated:
-            self.admin.create_topic_with_assignment(rec.topic, dict(rec.configs),
-                                                    {p: list(r) for p, r in enumerate(rec.assignment)})
+            matrix = _replica_matrix(rec.assignment)
+            if matrix is not None:
+                self.admin.create_topic_with_replica_matrix(rec.topic, dict(rec.configs), matrix)
+            else:
+                self.admin.create_topic_with_assignment(rec.topic, dict(rec.configs),
+                                                        {p: list(r) for p, r in enumerate(rec.assignment)})
         elif t is PartitionsAdded:
             existing = self.admin.get_full_replica_assignment_for_topics([rec.topic])
             self.admin.add_partitions(rec.topic, existing, {p: list(r) for p, r in rec.assignment})
@@ -794,7 +813,9 @@ class Cluster:
             if body[1] in server.offline_dirs:
                 raise ClusterError(f"log directory {body[1]} of broker {body[0]} is already offline")
         elif cls is TopicCreated:
-            self.admin.validate_topic_create(body[0], {p: tuple(r) for p, r in enumerate(body[1])})
+            matrix = _replica_matrix(body[1])
+            self.admin.validate_topic_create(body[0], matrix if matrix is not None else
+                                             {p: tuple(r) for p, r in enumerate(body[1])})
         elif cls is PartitionsAdded:
             self.admin.add_partitions(body[0], None, {p: list(r) for p, r in body[1]}, validate_only=True)
         elif cls is TopicDeletionRequested:
