@@ -128,7 +128,8 @@ def run(args) -> None:
         print(f"{k:<18} {v:8.3f} s  {v / total_n * 1e6:7.3f} us/partition")
     total = sum(spent.values())
     print(f"{'total':<18} {total:8.3f} s  {total / total_n * 1e6:7.3f} us/partition   "
-          f"({'CPU' if args.cpu else 'wall'})  RSS +{rss_mb() - base:,.0f} MB, {len(zk):,} znodes, {collections} GC collections")
+          f"({'CPU' if args.cpu else 'wall'})  RSS +{rss_mb() - base:,.0f} MB, {len(zk):,} znodes, "
+          f"{collections} GC collections")
     if args.digest:
         h = hashlib.sha256()
         h.update(zk.dump().encode())

@@ -11,10 +11,11 @@ three models:
 * ``bytes``: no table at all (every znode a tuple of bytes, as before the table), the per-partition requests;
 
 (the partitions' parents are rows of the table too, and are worked on directly: data set, children
-created, deleted, watched, multis rolled back), and asserts after every operation that the three agree on what each call returned or raised, the watch
-events delivered (to a handler of the client and to another session), and ``dump()``, ``to_dict()``, every
-Stat and the zxid. Handlers may act from inside a batch (bump the controller epoch, expire the writer's
-session, write bytes of another form to a later partition, create or delete one, re-arm their watch).
+created, deleted, watched, multis rolled back), and asserts after every operation that the three agree
+on what each call returned or raised, the watch events delivered (to a handler of the client and to
+another session), and ``dump()``, ``to_dict(per_znode=True)``, every Stat and the zxid. Handlers may act
+from inside a batch (bump the controller epoch, expire the writer's session, write bytes of another form
+to a later partition, create or delete one, re-arm their watch).
 """
 from __future__ import annotations
 

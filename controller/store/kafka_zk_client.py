@@ -760,27 +760,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
     def _create_columns_by_dict(self, segments: Sequence[tuple], controller_epoch: int,
                                 expected: int) -> list[dict[int, Exception]]:
         """``create_partition_states_columns`` through ``create_partition_states`` of the dict of the rows."""
-        new = tuple.__new__
-        states: dict = {}
-        keys = []
-        for seg in segments:
-            topic, ps, leader, isr = seg[:4]
-            n = len(ps)
-            epoch = seg[4] if len(seg) > 4 else np.zeros(n, dtype=np.int32)
-            recovery = seg[5] if len(seg) > 5 else np.zeros(n, dtype=np.uint8)
-            rows = []
-            for p, ld, le, i, rc in zip(np.asarray(ps).tolist(), np.asarray(leader).tolist(),
-                                        np.asarray(epoch).tolist(), np.asarray(isr).tolist(),
-                                        np.asarray(recovery).tolist()):
-                tp = (topic, p)
-                states[tp] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (
-                    ld, le, tuple(r for r in i if r >= 0), rc, 0)), controller_epoch))
-                rows.append(tp)
-            keys.append(rows)
-        if not states:
-            return [{} for _ in segments]
-        out = self.create_partition_states(states, expected)
-        return [{i: out[tp] for i, tp in enumerate(rows) if out.get(tp) is not None} for rows in keys]
+        return PartitionStateColumnsMixin.create_partition_states_columns(self, segments, controller_epoch, expected)
 
     def _create_states_in_bulk(self, segs: list[tuple], expected: int) -> list[dict[int, Exception]]:
         """The fenced /state creates of ``create_partition_states_columns`` (its segments as

@@ -2,15 +2,15 @@
 conditional writes of many partitions of one topic, as columns.
 
 ``PartitionStateColumnsMixin`` gives any store with the per-partition methods (``get_partition_states``,
-``update_leader_and_isr``) the column methods, issuing exactly the same requests in the same order; a
-store with a columnar layout overrides them.
+``update_leader_and_isr``, ``create_partition_states``) the column methods, issuing exactly the same
+requests in the same order; a store with a columnar layout overrides them.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from statemachines.errors import ControllerMovedError, StoreError
-from statemachines.leader_and_isr import LeaderAndIsr
+from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from statemachines.ports import ColumnWriteResult, PartitionStateColumns
 
 
@@ -71,3 +71,32 @@ class PartitionStateColumnsMixin:
             else:
                 version[i] = res.partition_epoch
         return ColumnWriteResult(version, errors, None)
+
+    def create_partition_states_columns(self, segments, controller_epoch: int,
+                                        expected_controller_epoch_zk_version: int) -> list[dict]:
+        """``create_partition_states`` of the rows of ``segments``, each (topic, partition ids, leader, ISR
+        matrix[, leader epoch, leader recovery state]): row i's /state is ``LeaderIsrAndControllerEpoch(
+        LeaderAndIsr(leader[i], leader epoch[i] or 0, the non-negative entries of isr[i] in order, recovery
+        state[i] or 0), controller_epoch)``. Returns per segment the rows not created, with their error (the
+        outcome of their (topic, partition)); raises what ``create_partition_states`` raises."""
+        new = tuple.__new__
+        states: dict = {}
+        keys = []
+        for seg in segments:
+            topic, ps, leader, isr = seg[:4]
+            n = len(ps)
+            epoch = seg[4] if len(seg) > 4 else np.zeros(n, dtype=np.int32)
+            recovery = seg[5] if len(seg) > 5 else np.zeros(n, dtype=np.uint8)
+            rows = []
+            for p, ld, le, i, rc in zip(np.asarray(ps).tolist(), np.asarray(leader).tolist(),
+                                        np.asarray(epoch).tolist(), np.asarray(isr).tolist(),
+                                        np.asarray(recovery).tolist()):
+                tp = (topic, p)
+                states[tp] = new(LeaderIsrAndControllerEpoch, (new(LeaderAndIsr, (
+                    ld, le, tuple(r for r in i if r >= 0), rc, 0)), controller_epoch))
+                rows.append(tp)
+            keys.append(rows)
+        if not states:
+            return [{} for _ in segments]
+        out = self.create_partition_states(states, expected_controller_epoch_zk_version)
+        return [{i: out[tp] for i, tp in enumerate(rows) if out.get(tp) is not None} for rows in keys]

@@ -44,12 +44,13 @@ creates them (czxid, stored cversion, pzxid, whether the /state exists). A row h
 in the dict of znodes (``_Tree``): a lookup of its path answers the row's marker (``p`` for a /state row,
 ``~p`` for a parent row) while the table holds the row, so existence, children, ordering and deletes
 work as for any znode, and a million partitions add no path strings; a topic's ``.../partitions`` znode
-whose children are exactly its parent rows lists and counts them from the table (``_RowChildren``). The JSON body is made only when
-someone reads it, byte for byte what ``zk_data.encode_leader_and_isr`` writes; a body in any other form
-(or a /state znode that is ephemeral or gets a child, a parent with data or another child) is kept as a
-tuple, verbatim. The layout is not observable: every read, Stat, watch and dump is what the tuples would
-give; a snapshot (``to_dict``) holds the rows as column buffers per topic (``to_dict(per_znode=True)``:
-every znode on its own, as a model without tables writes it), and ``from_dict`` reads both layouts.
+whose children are exactly its parent rows lists and counts them from the table (``_RowChildren``).
+The JSON body is made only when someone reads it, byte for byte what ``zk_data.encode_leader_and_isr``
+writes; a body in any other form (or a /state znode that is ephemeral or gets a child, a parent with data
+or another child) is kept as a tuple, verbatim. The layout is not observable: every read, Stat, watch and
+dump is what the tuples would give; a snapshot (``to_dict``) holds the rows as column buffers per topic
+(``to_dict(per_znode=True)``: every znode on its own, as a model without tables writes it), and
+``from_dict`` reads both layouts.
 
 ``multi_many`` (or ``iter_multi``, lazily) applies a batch of multis, each exactly as ``multi``
 would (its own transaction and zxid, rollback, watch delivery before the next one), and
