@@ -180,6 +180,16 @@ def _tuples(block: np.ndarray, lengths: np.ndarray) -> list[tuple]:
     return [tuple(row[:k]) for row, k in zip(rows, lengths.tolist())]
 
 
+def _lists(block: np.ndarray, lengths: np.ndarray) -> list[list]:
+    """The rows of a padded array as lists of their ``lengths`` first elements (for msgpack)."""
+    rows = block.tolist()
+    if len(lengths) and int(lengths.min()) != block.shape[1]:
+        short = np.flatnonzero(lengths != block.shape[1]).tolist()
+        for i, k in zip(short, lengths[short].tolist()):
+            rows[i] = rows[i][:k]
+    return rows
+
+
 def _resized(a: np.ndarray, n: int, fill) -> np.ndarray:
     out = np.full((n,) + a.shape[1:], fill, dtype=a.dtype)
     out[:len(a)] = a
@@ -355,7 +365,10 @@ class _Partitions:
         """``[p, state, replicas, leader, leader_epoch, isr, partition_epoch, recovery_state]`` per partition,
         in order (the ViewSnapshot layout)."""
         ids = self.order()
-        return [(p, *row) for p, row in zip(ids.tolist(), self.rows(ids))]
+        return list(zip(ids.tolist(), self.state[ids].tolist(), _lists(self.replicas[ids], self.n_replicas[ids]),
+                        self.leader[ids].tolist(), self.leader_epoch[ids].tolist(),
+                        _lists(self.isr[ids], self.n_isr[ids]), self.partition_epoch[ids].tolist(),
+                        self.recovery_state[ids].tolist()))
 
     @classmethod
     def from_rows(cls, rows: tuple) -> _Partitions:
@@ -547,7 +560,9 @@ class _ReplicaStates:
     def snapshot_rows(self) -> list:
         """``[p, [[replica, state], ...]]`` per partition, in order (the ViewSnapshot layout)."""
         ids = self.order()
-        return list(zip(ids.tolist(), self.pairs(ids)))
+        # [[replica, state], ...] rows made by numpy: a (partitions, width, 2) array as nested lists
+        pairs = _lists(np.stack([self.ids[ids], self.states[ids].astype(np.int32)], axis=2), self.n[ids])
+        return list(zip(ids.tolist(), pairs))
 
     @classmethod
     def from_rows(cls, rows: tuple) -> _ReplicaStates:
@@ -560,11 +575,14 @@ class _ReplicaStates:
         ids = _int_column(ps, np.int64, "partition").astype(np.int64)
         if int(ids.min()) < 0 or int(ids.max()) >= MAX_PARTITIONS or len(np.unique(ids)) != len(ids):
             raise ValueError("partition numbers must be distinct and in 0..MAX_PARTITIONS - 1")
-        if any(len(pair) != 2 for m in maps for pair in m):
+        lengths = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
+        pairs = np.array(list(chain.from_iterable(maps)))    # ragged pairs: ValueError
+        if len(pairs) and (pairs.ndim != 2 or pairs.shape[1] != 2):
             raise ValueError("a replica state is not a (replica, state) pair")
-        replicas, lengths = _tuples_block([tuple(r for r, _ in m) for m in maps], "replica")
-        states, _ = _padded(lengths, _int_column([s for m in maps for _, s in m], np.uint8, "replica state"))
-        if any(len(set(m)) != k for m, k in zip(_tuples(replicas, lengths), lengths.tolist())):
+        pairs = pairs.reshape(-1, 2)
+        replicas, _ = _padded(lengths, _int_column(pairs[:, 0], np.int32, "replica"))
+        states, _ = _padded(lengths, _int_column(pairs[:, 1], np.uint8, "replica state"))
+        if _first_occurrences(replicas, lengths)[1] is not lengths:
             raise ValueError("a partition lists a replica's state twice")
         table.replace(ids, replicas, states.astype(np.uint8, copy=False), lengths)
         return table
