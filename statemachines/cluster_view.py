@@ -1206,9 +1206,19 @@ class ClusterView:
         return {"controller": controller, "brokers": brokers, "topics": topics}
 
     def digest(self) -> str:
-        """SHA-256 (hex) of the canonical JSON of :meth:`to_json_dict`: equal views, equal digests."""
-        canonical = json.dumps(self.to_json_dict(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        """SHA-256 (hex) of the canonical JSON of :meth:`to_json_dict` (``json.dumps`` with sorted keys and no
+        spaces; here written topic by topic without building the dicts): equal views, equal digests."""
+        h = hashlib.sha256()
+        cid, epoch = (-1, self.latest_epoch) if self.controller is None else self.controller
+        brokers = ",".join(f'{{"id":{b},"live":{"true" if self.is_live(b) else "false"}}}'
+                           for b in sorted(self.known_brokers))
+        h.update(f'{{"brokers":[{brokers}],"controller":{{"epoch":{epoch},"id":{cid}}},"topics":['.encode())
+        for i, topic in enumerate(sorted(self._partitions)):
+            parts = ",".join(_partition_canonical_json(p, row, states)
+                             for p, row, states in self._sorted_partitions(topic))
+            h.update(f'{"," if i else ""}{{"name":{json.dumps(topic)},"partitions":[{parts}]}}'.encode())
+        h.update(b"]}")
+        return h.hexdigest()
 
     def describe_lines(self) -> Iterator[str]:
         """A comment line naming the controller, then ``kafka-topics.sh --describe`` lines (module docstring)."""
@@ -1248,6 +1258,15 @@ def _partition_json(p: int, row: tuple, states: dict) -> dict:
         "state": _PARTITION_NAMES[state],
         "replica_states": {str(r): _REPLICA_NAMES[states[r]] for r in sorted(states)},
     }
+
+
+def _partition_canonical_json(p: int, row: tuple, states: dict) -> str:
+    """``json.dumps(_partition_json(p, row, states), sort_keys=True, separators=(",", ":"))``, faster."""
+    state, replicas, leader, leader_epoch, isr, _, _ = row
+    names = ",".join(f'"{key}":"{_REPLICA_NAMES[states[r]]}"' for key, r in sorted((str(r), r) for r in states))
+    return (f'{{"isr":[{_ints(isr)}],"leader":{leader if leader >= 0 else NO_LEADER},"leader_epoch":{leader_epoch},'
+            f'"partition":{p},"replica_states":{{{names}}},"replicas":[{_ints(replicas)}],'
+            f'"state":"{_PARTITION_NAMES[state]}"}}')
 
 
 _PARTITION_NAMES = {b: s.value for b, s in PARTITION_BY_BYTE.items()}

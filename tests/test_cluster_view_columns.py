@@ -10,6 +10,9 @@ and the two views the same JSON, digest and describe lines.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+
 import msgpack
 import numpy as np
 import pytest
@@ -269,9 +272,14 @@ def fold_both(items) -> tuple[ClusterView, ClusterView, Reference]:
     return by_record, by_batch, reference
 
 
+def canonical_digest(view: ClusterView) -> str:
+    """What ClusterView.digest is: SHA-256 of the canonical JSON of its to_json_dict."""
+    return hashlib.sha256(json.dumps(view.to_json_dict(), sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def assert_same(a: ClusterView, b: ClusterView) -> None:
     assert a.to_json_dict() == b.to_json_dict()
-    assert a.digest() == b.digest()
+    assert a.digest() == b.digest() == canonical_digest(a)
     assert list(a.describe_lines()) == list(b.describe_lines())
     assert a.to_snapshot() == b.to_snapshot()
     assert {t: dict(ps) for t, ps in a.replica_states.items()} == {t: dict(ps) for t, ps in b.replica_states.items()}
@@ -305,6 +313,20 @@ def test_a_batch_that_sets_a_partition_twice_keeps_the_last_write_and_the_first_
         by_record.apply(r)
     assert list(by_batch.topics["t"]) == [3, 1] and by_batch.topics["t"][3].leader == 1
     assert by_batch.to_snapshot() == by_record.to_snapshot()
+
+
+def test_the_digest_is_that_of_the_canonical_json_for_any_topic_name_and_replica_ids():
+    view = ClusterView()
+    for i, name in enumerate(['q"uote\\', "ünï\u2603", "a\nb", "10", "2"]):
+        view.apply(PartitionTransition.make(offset=2 * i, controller_id=-1, topic=name, partition=i, from_state=0,
+                                            to_state=OFFLINE_PARTITION, replicas=(10, 2, 1, -3), leader=-2,
+                                            leader_epoch=3, isr=(2,), partition_epoch=1, recovery_state=0,
+                                            election=0))
+        view.apply(ReplicaTransition.make(offset=2 * i + 1, topic=name, partition=i, replica=10 if i % 2 else -3,
+                                          from_state=1, to_state=2 + i))
+    view.apply(BrokerStarted.make(offset=20, broker_id=7, host="h", port=1, rack=None))
+    assert view.digest() == canonical_digest(view)
+    assert ClusterView().digest() == canonical_digest(ClusterView())
 
 
 def test_a_topic_under_two_dictionary_codes_is_one_topic():
