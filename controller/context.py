@@ -412,7 +412,23 @@ class ControllerContext:
         return [(topic, p, r) for p, c in enumerate(ts.rcode) for r in tuples[c]]
 
     def replicas_for_partition(self, partitions: Iterable[tuple]) -> list[tuple]:
-        return [(t, p, r) for t, p in partitions for r in self.partition_replica_assignment((t, p))]
+        """(topic, partition, replica) of each partition's replicas, in partition then assignment order (as
+        ``ReplicaRows`` for many partitions of known topics)."""
+        if not isinstance(partitions, (list, tuple)):
+            partitions = list(partitions)
+        segments = self.topic_segments(partitions) if len(partitions) >= _ARRAY_MIN else None
+        if segments is None:
+            return [(t, p, r) for t, p in partitions for r in self.partition_replica_assignment((t, p))]
+        matrix = self.pool.matrix()
+        names, topic, part, replica = [], [], [], []
+        for code, (ts, parts, _, _) in enumerate(segments):
+            m = matrix[view_i32(ts.rcode)[parts]]
+            i, j = np.nonzero(m >= 0)
+            names.append(ts.name)
+            topic.append(np.full(len(i), code, dtype=np.int32))
+            part.append(parts[i])
+            replica.append(m[i, j])
+        return ReplicaRows(names, np.concatenate(topic), np.concatenate(part), np.concatenate(replica))
 
     def online_and_offline_replicas(self) -> tuple[list[tuple], list[tuple]]:
         """Every replica of every partition, split by ``is_replica_online``: topic, partition and assignment

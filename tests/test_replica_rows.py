@@ -51,3 +51,20 @@ def test_online_and_offline_replicas_as_columns(topics, live, shutting_down):
     every = [(f"t{i}", p, r) for i, a in enumerate(topics) for p, rs in enumerate(a) for r in rs]
     assert list(online) == [x for x in every if is_online(x[2], x[:2])]
     assert list(offline) == [x for x in every if not is_online(x[2], x[:2])]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.lists(st.integers(0, 6), min_size=1, max_size=4, unique=True), min_size=1, max_size=40),
+                min_size=1, max_size=3), st.randoms(use_true_random=False))
+def test_replicas_for_partition_as_columns(topics, rnd):
+    ctx = ControllerContext()
+    for i, assignment in enumerate(topics):
+        ctx.add_topic(f"t{i}", [tuple(r) for r in assignment])
+    partitions = [(f"t{i}", p) for i, a in enumerate(topics) for p in range(len(a))]
+    if rnd.random() < 0.5:
+        rnd.shuffle(partitions)   # topics in several runs: the per-partition form
+    partitions = partitions * (1 + 70 // len(partitions))   # enough for the array form, partitions repeated
+    expected = [(t, p, r) for t, p in partitions for r in topics[int(t[1:])][p]]
+    assert list(ctx.replicas_for_partition(partitions)) == expected
+    distinct = sorted(set(partitions))
+    assert list(ctx.replicas_for_partition(distinct)) == [(t, p, r) for t, p in distinct for r in topics[int(t[1:])][p]]
