@@ -184,6 +184,25 @@ def test_canonical_bodies_live_in_the_table_and_others_stay_bytes(clock):
     assert zk.get_data(s, state("t", 0))[1].cversion == 2
 
 
+def test_deleting_one_bulk_created_parent_keeps_the_others(clock):
+    """A topic's /partitions whose children are its parent rows (bulk creation): deleting one parent (a
+    previous controller's partial topic deletion) leaves the other partitions its children."""
+    for n, gone in ((2, 0), (2, 1), (3, 1)):
+        zk = ZooKeeper(clock)
+        client = KafkaZkClient(zk, session_timeout_ms=10_000, clock=clock, rng=random.Random(1))
+        client.create_top_level_paths()
+        replicas = np.array([[0, 1]] * n)
+        client.create_topic_with_replica_matrix("t", {}, replicas)
+        zk.create_recursive(client.session_id, "/controller_epoch", b"1")
+        assert client.create_partition_states_columns([("t", np.arange(n), np.zeros(n, dtype=np.int32), replicas)],
+                                                      1, 0) == [{}]
+        s = client.session_id
+        client._delete_recursive(f"/brokers/topics/t/partitions/{gone}")     # zkClient.deleteRecursive
+        left = [p for p in range(n) if p != gone]
+        assert sorted(zk.get_children(s, "/brokers/topics/t/partitions"), key=int) == [str(p) for p in left]
+        assert all(zk.get_data(s, state("t", p))[0] is not None for p in left)
+
+
 def test_snapshots_have_the_same_form_and_old_ones_load_into_the_table(clock):
     zk = ZooKeeper(clock)
     old = BytesZooKeeper(clock)                                          # as a snapshot from before the table

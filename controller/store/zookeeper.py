@@ -316,10 +316,12 @@ def _with_child(children, path: str):
 
 def _without_child(children, path: str):
     """``children`` with ``path`` removed (a set is changed in place; one left becomes its path)."""
-    if type(children) is _RowChildren:
+    if type(children) is _RowChildren:   # (the row may be gone from the table already: then it is not listed)
         children = children.materialized()
-    if children is None or type(children) is str:
+    if children is None:
         return None
+    if type(children) is str:
+        return None if children == path else children
     children.discard(path)
     return next(iter(children)) if len(children) == 1 else children
 
