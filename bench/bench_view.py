@@ -197,13 +197,13 @@ def main() -> None:
         t0 = time.perf_counter()
         snap = view.to_snapshot()
         t1 = time.perf_counter()
-        restored = ClusterView.from_snapshot(snap)
+        ClusterView.from_snapshot(snap)
         t2 = time.perf_counter()
         digest = view.digest()
         t3 = time.perf_counter()
         print(f"snapshot: {len(snap) / 2**20:,.1f} MiB written in {t1 - t0:.2f} s, read in {t2 - t1:.2f} s; "
               f"digest in {t3 - t2:.2f} s ({digest[:12]})")
-        del restored, snap
+        del snap
     del view
     gc.collect()
 

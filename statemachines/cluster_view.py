@@ -8,9 +8,19 @@ at a time and using the batch headers to stop without decoding anything past the
 audit and ``kcontroller describe`` print a view with :meth:`ClusterView.to_json_dict` or
 :meth:`ClusterView.describe_lines`, and compare replays with :meth:`ClusterView.digest`.
 
-A partition is stored as a plain tuple of ints and int tuples (the fields of :class:`PartitionView`),
-which Python's cyclic GC does not track: a view of a million partitions adds nothing to the
-collector's work. :attr:`ClusterView.topics` reads them as ``PartitionView`` values.
+The view is columnar: per topic, numpy arrays indexed by partition number hold the partitions
+(state, replicas and ISR as -1-padded int32 matrices with lengths, leader, epochs, recovery
+state), the partitions of a deletion that went NonExistentPartition, and the replica states (a
+matrix of (replica, state) pairs per partition, in the order the replicas got them). A sequence
+number per row keeps the order rows were added, so iteration and the ViewSnapshot bytes are those
+of the dicts the view held before. A view of a million partitions holds a few objects per topic and
+nothing per partition; :attr:`ClusterView.topics` and :attr:`ClusterView.replica_states` read the
+columns as ``PartitionView`` values and dicts. :meth:`ClusterView.apply_columns` folds the
+controller's columnar batches of PartitionTransition, ReplicaTransition and LeaderAndIsrUpdated
+records as array operations (the last write to a partition or replica in a batch wins, as record
+by record); a batch mixing NonExistent and other target states is folded record by record.
+Partition numbers must be below :data:`MAX_PARTITIONS` and broker ids, epochs and versions fit
+int32s (Kafka's types): other values are a ValueError.
 
 What each record kind means here:
 

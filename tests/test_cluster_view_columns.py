@@ -283,7 +283,8 @@ def assert_same(a: ClusterView, b: ClusterView) -> None:
     assert list(a.describe_lines()) == list(b.describe_lines())
     assert a.to_snapshot() == b.to_snapshot()
     assert {t: dict(ps) for t, ps in a.replica_states.items()} == {t: dict(ps) for t, ps in b.replica_states.items()}
-    assert [(t, list(ps.items())) for t, ps in a.topics.items()] == [(t, list(ps.items())) for t, ps in b.topics.items()]
+    assert [(t, list(ps.items())) for t, ps in a.topics.items()] == \
+        [(t, list(ps.items())) for t, ps in b.topics.items()]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
