@@ -67,6 +67,12 @@ class PartitionStateStore(Protocol):
                                      expected_controller_epoch_zk_version: int) -> ColumnWriteResult:
         ...
 
+    def create_partition_states_columns(self, segments: list[tuple], controller_epoch: int,
+                                        expected_controller_epoch_zk_version: int) -> list[dict[int, Exception]]:
+        """``create_partition_states`` of (topic, partitions, leader, -1 padded ISR matrix) segments: per segment
+        {row: error} of the partitions whose ``/state`` was not created."""
+        ...
+
 
 class RequestBatch(Protocol):
     """Kafka's ControllerBrokerRequestBatch as the state machines use it."""
@@ -84,3 +90,9 @@ class RequestBatch(Protocol):
 
     def add_update_metadata_request_for_brokers(self, broker_ids: Iterable[int],
                                                 partitions: Iterable[tuple] = ()) -> None: ...
+
+    # The batch path's forms (optional): a topic's partitions as arrays, their states read from the context.
+    def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
+                                   update_metadata: bool = True) -> None: ...
+
+    def add_stop_replica_columns(self, broker_id: int, ts, parts: np.ndarray, delete_partition: bool) -> None: ...
