@@ -220,6 +220,16 @@ def main() -> None:
     print(f"failure: broker 0 of {args.brokers} on {args.failure:,} partitions ({records:,} records) "
           f"folded in {elapsed * 1000:.0f} ms; digest {view.digest()[:12]}")
 
+    # 3. a controller failover on that view: every partition and replica state set at once
+    elected = ControllerElected.make(offset=em.offset, controller_id=1, controller_epoch=2, timestamp_ms=2000,
+                                     cause_offset=em.offset, epoch_zk_version=2)
+    survivors = tuple((b, 100 + b) for b in range(1, args.brokers))
+    live = LiveBrokersChanged.make(offset=em.offset + 1, controller_id=1, controller_epoch=2, timestamp_ms=2000,
+                                   cause_offset=em.offset, live_brokers=survivors, shutting_down=())
+    elapsed = fold_all(view, [elected, live])
+    print(f"failover: {args.failure:,} partitions' states initialised in {elapsed * 1000:.0f} ms; "
+          f"digest {view.digest()[:12]}")
+
 
 if __name__ == "__main__":
     main()
