@@ -84,7 +84,7 @@ import operator
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import closing, contextmanager
+from contextlib import closing
 from functools import partial
 from itertools import chain
 from typing import NamedTuple
@@ -304,7 +304,8 @@ class _Partitions:
 
     def set_row(self, p: int, state: int, replicas: tuple, leader: int, leader_epoch: int, isr: tuple,
                 partition_epoch: int, recovery_state: int) -> None:
-        self.reserve(p)
+        if p >= len(self.present):
+            self.reserve(p)
         self._add(p)
         self.state[p] = state
         self._set_list("replicas", p, replicas)
@@ -480,18 +481,20 @@ class _ReplicaStates:
 
     # -- one replica --
     def set(self, p: int, replica: int, state: int) -> None:
-        self.reserve(p)
+        if p >= len(self.has):
+            self.reserve(p)
         if not self.has[p]:
             self.has[p] = True
             self.seq[p] = self.next_seq
             self.next_seq += 1
             self.count += 1
         k = int(self.n[p])
-        hit = np.flatnonzero(self.ids[p, :k] == replica)
-        if len(hit):
-            self.states[p, hit[0]] = state
+        row = self.ids[p, :k].tolist()
+        if replica in row:
+            self.states[p, row.index(replica)] = state
             return
-        self.widen(k + 1)
+        if k >= self.ids.shape[1]:
+            self.widen(k + 1)
         self.ids[p, k] = replica
         self.states[p, k] = state
         self.n[p] = k + 1
@@ -499,9 +502,9 @@ class _ReplicaStates:
     def remove(self, p: int, replica: int) -> None:
         """Take ``replica``'s state out of partition ``p``'s map (which exists); drop the map if empty."""
         k = int(self.n[p])
-        hit = np.flatnonzero(self.ids[p, :k] == replica)
-        if len(hit):
-            i = int(hit[0])
+        row = self.ids[p, :k].tolist()
+        if replica in row:
+            i = row.index(replica)
             self.ids[p, i:k - 1] = self.ids[p, i + 1:k]
             self.states[p, i:k - 1] = self.states[p, i + 1:k]
             self.n[p] = k = k - 1
@@ -945,8 +948,10 @@ class ClusterView:
             self.assignments[rec.topic][rec.partition] = replicas
         table = self._partitions.get(rec.topic)
         if table is not None and table.has(rec.partition):
-            with _fitting(rec):
+            try:
                 table._set_list("replicas", rec.partition, replicas)
+            except OverflowError as exc:
+                raise _unfit(rec, exc) from None
 
     def _topic_queued_for_deletion(self, rec: TopicQueuedForDeletion) -> None:
         self.deleting.add(rec.topic)
@@ -984,9 +989,11 @@ class ClusterView:
         table = self._partitions.get(rec.topic)
         if table is None:
             table = self._partitions[rec.topic] = _Partitions()
-        with _fitting(rec):
+        try:
             table.set_row(p, rec.to_state, tuple(rec.replicas), rec.leader, rec.leader_epoch, tuple(rec.isr),
                           rec.partition_epoch, rec.recovery_state)
+        except OverflowError as exc:
+            raise _unfit(rec, exc) from None
 
     def _leader_and_isr_updated(self, rec: LeaderAndIsrUpdated) -> None:
         table = self._partitions.get(rec.topic)
@@ -995,9 +1002,11 @@ class ClusterView:
             table = self._deleted_partitions.get(rec.topic)
             if table is None or not table.has(rec.partition):
                 return  # no state, replicas or partition to attach it to: nothing to invent
-        with _fitting(rec):
+        try:
             table.set_leadership(operator.index(rec.partition), rec.leader, rec.leader_epoch, tuple(rec.isr),
                                  rec.partition_epoch, rec.recovery_state)
+        except OverflowError as exc:
+            raise _unfit(rec, exc) from None
 
     def _replica_transition(self, rec: ReplicaTransition) -> None:
         if rec.to_state != NON_EXISTENT_REPLICA:
@@ -1005,8 +1014,10 @@ class ClusterView:
             table = self._replica_states.get(rec.topic)
             if table is None:
                 table = self._replica_states[rec.topic] = _ReplicaStates()
-            with _fitting(rec):
+            try:
                 table.set(p, rec.replica, rec.to_state)
+            except OverflowError as exc:
+                raise _unfit(rec, exc) from None
             return
         table = self._replica_states.get(rec.topic)
         if table is not None and table.has_partition(rec.partition):
@@ -1283,13 +1294,9 @@ _PARTITION_NAMES = {b: s.value for b, s in PARTITION_BY_BYTE.items()}
 _REPLICA_NAMES = {b: s.value for b, s in REPLICA_BY_BYTE.items()}
 
 
-@contextmanager
-def _fitting(rec: tuple):
-    """Report a record value the view's int32 columns cannot hold as a ValueError naming the record."""
-    try:
-        yield
-    except OverflowError as exc:
-        raise ValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}") from None
+def _unfit(rec: tuple, exc: OverflowError) -> ValueError:
+    """A record value the view's int32 columns cannot hold, as a ValueError naming the record."""
+    return ValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}")
 
 
 _HANDLERS = {
