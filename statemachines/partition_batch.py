@@ -33,7 +33,8 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     ctx, store = sm.context, sm.store
     offline = isinstance(strategy, OfflinePartitionLeaderElectionStrategy)
     shutdown = isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy)
-    if not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns") or ctx.has_offline_dirs():
+    if (not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns") or ctx.has_offline_dirs()
+            or not hasattr(sm.batch, "add_leader_and_isr_columns")):
         return False
     segments = ctx.topic_segments(partitions)
     if segments is None:
@@ -241,7 +242,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
     from statemachines.states import NEW_PARTITION
     from events.records import RECOVERED
     ctx = sm.context
-    if len(partitions) < COLUMN_MIN or ctx.has_offline_dirs():
+    if len(partitions) < COLUMN_MIN or ctx.has_offline_dirs() or not hasattr(sm.batch, "add_leader_and_isr_columns"):
         return None
     segments = ctx.topic_segments(partitions)
     if segments is None:

@@ -50,7 +50,8 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     """Move ``replicas`` (all of broker ``replica_id``, each valid for OfflineReplica, ``curs`` their states)
     to OfflineReplica; False (nothing done) when the per-partition path must do it."""
     ctx, store = sm.context, sm.store
-    if len(replicas) < _MIN_ROWS or not hasattr(store, "write_leader_and_isr_columns"):
+    if (len(replicas) < _MIN_ROWS or not hasattr(store, "write_leader_and_isr_columns")
+            or not hasattr(sm.batch, "add_leader_and_isr_columns")):
         return False
     if segments is None:
         segments = ctx.topic_segments(replicas)
@@ -227,6 +228,8 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
     (only the states Kafka puts first, NonExistentReplica where none, put) when the per-partition path must
     do it."""
     ctx = sm.context
+    if not hasattr(sm.batch, "add_leader_and_isr_columns"):
+        return False
     segments = ctx.topic_segments(replicas)
     if segments is None:
         return False
