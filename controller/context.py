@@ -1088,13 +1088,22 @@ class ControllerContext:
     def to_state(self) -> list:
         """The whole context as msgpack-able data, for cluster snapshots: the pool's tuples once, then per topic
         its columns as little-endian buffers (int32 pool codes, int32 and byte columns)."""
+        # The tuples the columns use, coded in order of first use: the bytes depend on the context's contents,
+        # not on the order its pool interned tuples in.
+        code_columns = [(view_i32(ts.rcode), view_i32(ts.icode), view_i32(ts.ridcode)) for ts in self.topics.values()]
+        used = np.concatenate([c for cols in code_columns for c in cols] or [np.zeros(0, dtype=np.int32)])
+        uniq, first = np.unique(used, return_index=True)
+        order = uniq[np.argsort(first, kind="stable")]
+        remap = np.zeros(len(self.pool), dtype="<i4")
+        remap[order] = np.arange(len(order), dtype="<i4")
+        tuples = self.pool.tuples
         topics = []
-        for name, ts in self.topics.items():
-            topics.append([name, _le_bytes(ts.rcode), sorted(ts.adding.items()), sorted(ts.removing.items()),
-                           bytes(ts.pstate), _le_bytes(ts.leader), _le_bytes(ts.leader_epoch), _le_bytes(ts.icode),
+        for (name, ts), (rcode, icode, ridcode) in zip(self.topics.items(), code_columns):
+            topics.append([name, remap[rcode].tobytes(), sorted(ts.adding.items()), sorted(ts.removing.items()),
+                           bytes(ts.pstate), _le_bytes(ts.leader), _le_bytes(ts.leader_epoch), remap[icode].tobytes(),
                            _le_bytes(ts.partition_epoch), _le_bytes(ts.state_controller_epoch), bytes(ts.recovery),
-                           _le_bytes(ts.ridcode), ts.rwidth, bytes(ts.rstates)])
-        return [self.STATE_FORMAT, [list(t) for t in self.pool.tuples], self.epoch, self.epoch_zk_version,
+                           remap[ridcode].tobytes(), ts.rwidth, bytes(ts.rstates)])
+        return [self.STATE_FORMAT, [list(tuples[c]) for c in order.tolist()], self.epoch, self.epoch_zk_version,
                 sorted(self.live_broker_epochs.items()), sorted(self.shutting_down_broker_ids),
                 sorted([b, sorted(s)] for b, s in self.replicas_on_offline_dirs.items()), topics,
                 sorted([t, sorted(c.items())] for t, c in self.topic_configs.items()),

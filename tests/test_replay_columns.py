@@ -1,6 +1,9 @@
 """Replay compares columnar batches as batches, and record by record wherever the bounds differ."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 
 from controller.embedding.cluster import Cluster
@@ -52,3 +55,18 @@ def test_a_changed_value_inside_a_columnar_batch_is_found_at_its_record(tmp_path
     d = result.divergence
     assert d.offset == batch.first_offset + 7
     assert d.expected.leader == d.got.leader + 100
+
+
+PRE_COLUMNAR = Path(__file__).parent / "data" / "logs" / "pre-columnar"
+
+
+def test_a_log_written_before_the_columnar_formats_replays(tmp_path):
+    """A log written by the version before columnar batches and snapshots (tests/data/logs/make_pre_columnar.py,
+    run at commit e4954f9): its row records, ViewSnapshots and ClusterSnapshots (snapshot format 1) are what the
+    replay writes now, the snapshots compared by what they hold."""
+    shutil.copytree(PRE_COLUMNAR, tmp_path / "log")
+    whole = replay_log(tmp_path / "log")
+    assert whole.ok, whole.divergence
+    assert whole.records == LogReader(tmp_path / "log").end_offset
+    tail = replay_log(tmp_path / "log", from_snapshot=True)
+    assert tail.ok and tail.records < whole.records
