@@ -106,7 +106,7 @@ from statemachines.states import (
 
 __all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_body"]
 
-SNAPSHOT_FORMAT = 2  # element 0 of a ViewSnapshot's state array
+SNAPSHOT_FORMAT = 3  # element 0 of the ViewSnapshot state array to_snapshot writes
 _new = tuple.__new__
 
 
@@ -180,6 +180,20 @@ def _tuples_block(tuples, what: str) -> tuple[np.ndarray, np.ndarray]:
     """A sequence of int tuples as (a -1-padded int32 matrix, the lengths)."""
     lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
     return _padded(lengths, _int_column(list(chain.from_iterable(tuples)), np.int32, what))
+
+
+def _distinct_partitions(ps) -> np.ndarray:
+    """Partition numbers (ints) as int64, ValueError unless distinct and in 0..MAX_PARTITIONS - 1."""
+    ids = _int_column(ps, np.int64, "partition")
+    if len(ids):
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= MAX_PARTITIONS:
+            raise ValueError(f"partition {lo if lo < 0 else hi}: the view holds partitions 0..{MAX_PARTITIONS - 1}")
+        seen = np.zeros(hi + 1, dtype=bool)
+        seen[ids] = True
+        if int(np.count_nonzero(seen)) != len(ids):
+            raise ValueError("a partition number appears twice")
+    return ids
 
 
 def _tuples(block: np.ndarray, lengths: np.ndarray) -> list[tuple]:
@@ -390,9 +404,7 @@ class _Partitions:
         if any(len(r) != 8 for r in rows):
             raise ValueError("a partition row does not have 8 fields")
         ps, state, replicas, leader, leader_epoch, isr, partition_epoch, recovery_state = zip(*rows)
-        ids = _int_column(ps, np.int64, "partition").astype(np.int64)
-        if int(ids.min()) < 0 or int(ids.max()) >= MAX_PARTITIONS or len(np.unique(ids)) != len(ids):
-            raise ValueError("partition numbers must be distinct and in 0..MAX_PARTITIONS - 1")
+        ids = _distinct_partitions(ps)
         table.put(ids, _int_column(state, np.uint8, "state"), _tuples_block(replicas, "replicas"),
                   _int_column(leader, np.int32, "leader"), _int_column(leader_epoch, np.int32, "leader_epoch"),
                   _tuples_block(isr, "isr"), _int_column(partition_epoch, np.int32, "partition_epoch"),
@@ -585,9 +597,7 @@ class _ReplicaStates:
         if any(len(r) != 2 for r in rows):
             raise ValueError("a replica-state row does not have 2 fields")
         ps, maps = zip(*rows)
-        ids = _int_column(ps, np.int64, "partition").astype(np.int64)
-        if int(ids.min()) < 0 or int(ids.max()) >= MAX_PARTITIONS or len(np.unique(ids)) != len(ids):
-            raise ValueError("partition numbers must be distinct and in 0..MAX_PARTITIONS - 1")
+        ids = _distinct_partitions(ps)
         lengths = np.fromiter(map(len, maps), dtype=np.int64, count=len(maps))
         pairs = np.array(list(chain.from_iterable(maps)))    # ragged pairs: ValueError
         if len(pairs) and (pairs.ndim != 2 or pairs.shape[1] != 2):
@@ -611,6 +621,102 @@ class _ReplicaStates:
     def __repr__(self) -> str:
         ids = self.order()
         return f"_ReplicaStates({dict(zip(ids.tolist(), map(dict, self.pairs(ids))))})"
+
+
+class _Assignment:
+    """One topic's replica assignment as the store holds it (partition -> replicas), as columns indexed by
+    partition number: ``present`` rows, ``seq`` their order of addition, replicas as a -1-padded int32
+    matrix with lengths ``n`` (cells past a length are -1)."""
+    __slots__ = ("present", "seq", "replicas", "n", "count", "next_seq")
+
+    def __init__(self) -> None:
+        self.present = np.zeros(0, dtype=bool)
+        self.seq = np.zeros(0, dtype=np.int64)
+        self.n = np.zeros(0, dtype=np.int32)
+        self.replicas = np.full((0, 0), -1, dtype=np.int32)
+        self.count = 0
+        self.next_seq = 0
+
+    @classmethod
+    def of_rows(cls, ids: np.ndarray, block: np.ndarray, lengths: np.ndarray) -> _Assignment:
+        table = cls()
+        table.put(ids, block, lengths)
+        return table
+
+    def reserve(self, top: int) -> None:
+        cap = len(self.present)
+        if top < cap:
+            return
+        n = max(top + 1, 2 * cap, 16)
+        self.present, self.seq, self.n = (_resized(self.present, n, 0), _resized(self.seq, n, 0),
+                                          _resized(self.n, n, 0))
+        self.replicas = _resized(self.replicas, n, -1)
+
+    def has(self, p) -> bool:
+        try:
+            p = operator.index(p)
+        except TypeError:
+            return False
+        return 0 <= p < len(self.present) and bool(self.present[p])
+
+    def order(self) -> np.ndarray:
+        return _in_order(np.flatnonzero(self.present), self.seq)
+
+    def row(self, p: int) -> tuple:
+        return tuple(self.replicas[p, :int(self.n[p])].tolist())
+
+    def rows(self, ids: np.ndarray) -> list[tuple]:
+        return _tuples(self.replicas[ids], self.n[ids])
+
+    def put(self, ids: np.ndarray, block: np.ndarray, lengths: np.ndarray) -> None:
+        """Set the rows ``ids`` (distinct) to the rows of ``block`` (-1 past ``lengths``); rows not present
+        are added in the order of ``ids``."""
+        if not len(ids):
+            return
+        self.reserve(int(ids.max()))
+        new = ids[~self.present[ids]]
+        if len(new):
+            self.present[new] = True
+            self.seq[new] = np.arange(self.next_seq, self.next_seq + len(new))
+            self.next_seq += len(new)
+            self.count += len(new)
+        w = block.shape[1]
+        if w > self.replicas.shape[1]:
+            self.replicas = _widened(self.replicas, w)
+        if w == self.replicas.shape[1]:
+            self.replicas[ids] = block
+        else:
+            self.replicas[ids, :w] = block
+            self.replicas[ids, w:] = -1
+        self.n[ids] = lengths
+
+    def set(self, p: int, replicas: tuple) -> None:
+        self.put(np.array([p], dtype=np.int64), *_tuples_block([replicas], "replicas"))
+
+    # -- snapshots (format 2) --
+    def snapshot_rows(self) -> list:
+        """``[p, replicas]`` per partition, in order (the ViewSnapshot format 2 layout)."""
+        ids = self.order()
+        return list(zip(ids.tolist(), _lists(self.replicas[ids], self.n[ids])))
+
+    @classmethod
+    def from_rows(cls, rows: tuple) -> _Assignment:
+        if any(len(r) != 2 for r in rows):
+            raise ValueError("an assignment row does not have 2 fields")
+        ps, replicas = zip(*rows) if rows else ((), ())
+        return cls.of_rows(_distinct_partitions(ps), *_tuples_block(replicas, "replicas"))
+
+    def __eq__(self, other) -> bool:
+        if type(other) is not _Assignment:
+            return NotImplemented
+        a, b = self.order(), other.order()
+        return np.array_equal(a, b) and self.rows(a) == other.rows(b)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        ids = self.order()
+        return f"_Assignment({dict(zip(ids.tolist(), self.rows(ids)))})"
 
 
 class _PartitionsView(Mapping):
@@ -723,6 +829,61 @@ class _ReplicaStatesView(Mapping):
         return repr({t: dict(parts.items()) for t, parts in self.items()})
 
 
+class _AssignmentView(Mapping):
+    """partition -> replicas tuple of one topic's assignment, read from its columns."""
+    __slots__ = ("_table",)
+
+    def __init__(self, table: _Assignment):
+        self._table = table
+
+    def __getitem__(self, partition) -> tuple:
+        if not self._table.has(partition):
+            raise KeyError(partition)
+        return self._table.row(operator.index(partition))
+
+    def __contains__(self, partition: object) -> bool:
+        return self._table.has(partition)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._table.order().tolist())
+
+    def __len__(self) -> int:
+        return self._table.count
+
+    def items(self):
+        ids = self._table.order()
+        return list(zip(ids.tolist(), self._table.rows(ids)))
+
+    def values(self):
+        return self._table.rows(self._table.order())
+
+    def __repr__(self) -> str:
+        return repr(dict(self.items()))
+
+
+class _AssignmentsView(Mapping):
+    """topic -> (partition -> replicas): the read-only face of ``ClusterView._assignments``."""
+    __slots__ = ("_topics",)
+
+    def __init__(self, topics: dict[str, _Assignment]):
+        self._topics = topics
+
+    def __getitem__(self, topic: str) -> _AssignmentView:
+        return _AssignmentView(self._topics[topic])
+
+    def __contains__(self, topic: object) -> bool:
+        return topic in self._topics
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._topics)
+
+    def __len__(self) -> int:
+        return len(self._topics)
+
+    def __repr__(self) -> str:
+        return repr({t: dict(parts.items()) for t, parts in self.items()})
+
+
 def _ints(xs: Iterable[int]) -> str:
     return ",".join(map(str, xs))
 
@@ -802,6 +963,128 @@ def _first_occurrences(block: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
     return block, lengths
 
 
+# --- ViewSnapshot format 3: per topic, columns as bin buffers -----------------------------------------
+
+_LE_INTS = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4")}
+
+
+def _bin(a: np.ndarray) -> bytes:
+    """Ints as little-endian signed ints of the narrowest of 1, 2 or 4 bytes that holds them all (the width
+    follows from the values, so equal columns give equal bytes)."""
+    if not a.size:
+        return b""
+    lo, hi = int(a.min()), int(a.max())
+    w = 1 if -128 <= lo and hi <= 127 else 2 if -32768 <= lo and hi <= 32767 else 4
+    return a.astype(_LE_INTS[w]).tobytes()
+
+
+def _flat(block: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The first ``lengths[i]`` values of each row of a padded matrix, concatenated."""
+    if not len(lengths) or int(lengths.min()) == block.shape[1]:
+        return block.ravel()
+    return block[np.arange(block.shape[1]) < lengths[:, None]]
+
+
+def _unbin(data, n: int, what: str) -> np.ndarray:
+    """The ``n`` ints of a column :func:`_bin` wrote; ValueError if ``data`` cannot be that."""
+    if type(data) is not bytes:
+        raise ValueError(f"{what} is not a bin but {type(data).__name__}")
+    if not n:
+        if data:
+            raise ValueError(f"{what}: {len(data)} bytes for no values")
+        return _EMPTY_I32
+    w, rest = divmod(len(data), n)
+    if rest or w not in _LE_INTS:
+        raise ValueError(f"{what}: {len(data)} bytes are not {n} ints of 1, 2 or 4 bytes")
+    return np.frombuffer(data, dtype=_LE_INTS[w])
+
+
+def _row_count(n) -> int:
+    if type(n) is not int or n < 0:
+        raise ValueError(f"row count {n!r:.50} is not a non-negative int")
+    return n
+
+
+def _lists_from_columns(counts, values, n: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(a -1-padded int32 matrix, lengths) from a column of counts and one of the values they count."""
+    lengths = _unbin(counts, n, f"{what} counts").astype(np.int64)
+    if n and int(lengths.min()) < 0:
+        raise ValueError(f"{what} counts: a negative count")
+    total = int(lengths.sum())
+    return _padded(lengths, _int_column(_unbin(values, total, what), np.int32, what))
+
+
+def _partition_columns(table: _Partitions) -> list:
+    """n, then partitions, states, leaders, leader epochs, partition epochs, recovery states, replica counts,
+    replicas, ISR counts, ISR as bins (rows in the order they were added)."""
+    ids = table.order()
+    nr, ni = table.n_replicas[ids], table.n_isr[ids]
+    return [len(ids), _bin(ids), _bin(table.state[ids]), _bin(table.leader[ids]), _bin(table.leader_epoch[ids]),
+            _bin(table.partition_epoch[ids]), _bin(table.recovery_state[ids]), _bin(nr),
+            _bin(_flat(table.replicas[ids], nr)), _bin(ni), _bin(_flat(table.isr[ids], ni))]
+
+
+def _partitions_from_columns(n, ps, state, leader, leader_epoch, partition_epoch, recovery_state, n_replicas,
+                             replicas, n_isr, isr) -> _Partitions:
+    n = _row_count(n)
+    table = _Partitions()
+    table.put(_distinct_partitions(_unbin(ps, n, "partitions")),
+              _int_column(_unbin(state, n, "states"), np.uint8, "states"),
+              _lists_from_columns(n_replicas, replicas, n, "replicas"),
+              _unbin(leader, n, "leaders"), _unbin(leader_epoch, n, "leader epochs"),
+              _lists_from_columns(n_isr, isr, n, "isr"), _unbin(partition_epoch, n, "partition epochs"),
+              _unbin(recovery_state, n, "recovery states"))
+    return table
+
+
+def _replica_state_columns(table: _ReplicaStates) -> list:
+    """n, then partitions, pair counts, replicas, replica states as bins (the pairs of each partition in the
+    order the replicas got a state)."""
+    ids = table.order()
+    n = table.n[ids]
+    return [len(ids), _bin(ids), _bin(n), _bin(_flat(table.ids[ids], n)), _bin(_flat(table.states[ids], n))]
+
+
+def _replica_states_from_columns(n, ps, counts, replicas, states) -> _ReplicaStates:
+    n = _row_count(n)
+    ids = _distinct_partitions(_unbin(ps, n, "partitions"))
+    block, lengths = _lists_from_columns(counts, replicas, n, "replicas")
+    state_values = _int_column(_unbin(states, int(lengths.sum()), "replica states"), np.uint8, "replica states")
+    state_block, _ = _padded(lengths, state_values)
+    if _first_occurrences(block, lengths)[1] is not lengths:
+        raise ValueError("a partition lists a replica's state twice")
+    table = _ReplicaStates()
+    table.replace(ids, block, state_block.astype(np.uint8, copy=False), lengths)
+    return table
+
+
+def _assignment_columns(table: _Assignment) -> list:
+    """n, then partitions, replica counts, replicas as bins."""
+    ids = table.order()
+    n = table.n[ids]
+    return [len(ids), _bin(ids), _bin(n), _bin(_flat(table.replicas[ids], n))]
+
+
+def _assignment_from_columns(n, ps, counts, replicas) -> _Assignment:
+    n = _row_count(n)
+    return _Assignment.of_rows(_distinct_partitions(_unbin(ps, n, "partitions")),
+                               *_lists_from_columns(counts, replicas, n, "replicas"))
+
+
+def _topic_tables(entries, build, what: str) -> dict:
+    """topic -> table of a format-3 element: ``[topic, *columns]`` per topic, each read by ``build``."""
+    arity = build.__code__.co_argcount
+    tables = {}
+    for entry in entries:
+        if not isinstance(entry, tuple) or len(entry) != arity + 1 or type(entry[0]) is not str:
+            raise ValueError(f"a {what} entry is not [topic, {arity} columns]")
+        try:
+            tables[entry[0]] = build(*entry[1:])
+        except ValueError as exc:
+            raise ValueError(f"{what} of topic {entry[0]!r:.100}: {exc}") from None
+    return tables
+
+
 class ClusterView:
     """The cluster state folded from records; feed records in offset order to :meth:`apply`, or columnar
     batches to :meth:`apply_columns`."""
@@ -815,7 +1098,7 @@ class ClusterView:
         self._partitions: dict[str, _Partitions] = {}     # topic -> its partitions (see ``topics``)
         self._replica_states: dict[str, _ReplicaStates] = {}  # see ``replica_states``
         self.topic_configs: dict[str, dict[str, str]] = {}
-        self.assignments: dict[str, dict[int, tuple]] = {}  # what the store holds: inputs, then reassignments
+        self._assignments: dict[str, _Assignment] = {}    # see ``assignments``
         self.deleting: set[str] = set()                   # topics queued for deletion
         # partitions of topics being deleted that went NonExistentPartition, with their last state
         self._deleted_partitions: dict[str, _Partitions] = {}
@@ -833,6 +1116,12 @@ class ClusterView:
         """topic -> partition -> {replica: ReplicaState byte} (read-only; topics and partitions in the order
         they got a state, replicas too)."""
         return _ReplicaStatesView(self._replica_states)
+
+    @property
+    def assignments(self) -> Mapping[str, Mapping[int, tuple]]:
+        """topic -> partition -> replicas as the store holds them (TopicCreated, PartitionsAdded, then
+        ReplicaAssignmentChanged; read-only, topics and partitions in the order they were added)."""
+        return _AssignmentsView(self._assignments)
 
     # --- folding -----------------------------------------------------------------------------
     def apply(self, record: tuple) -> None:
@@ -902,20 +1191,19 @@ class ClusterView:
         # Partitions created while no controller acted on them: the new controller finds them in the
         # store without a leader (NewPartition); only the admin's input records carried them.
         # A halted deletion's partitions are in the store too: Kafka initialises them like any other.
-        for topic, assignment in self.assignments.items():
+        for topic, assignment in self._assignments.items():
             deleted = self._deleted_partitions.pop(topic, None)
-            if not assignment:
+            if not assignment.count:
                 continue
             table = self._partitions.get(topic)
-            keys = np.array(list(assignment), dtype=np.int64)
+            keys = assignment.order()
             missing = keys if table is None else keys[~table.mask(keys)]
             if not len(missing):
                 continue
-            missing = _partition_numbers(missing)
             if table is None:
                 table = self._partitions[topic] = _Partitions()
             n = len(missing)
-            table.put(missing, NEW_PARTITION, _tuples_block([assignment[p] for p in missing.tolist()], "replicas"),
+            table.put(missing, NEW_PARTITION, (assignment.replicas[missing], assignment.n[missing]),
                       NO_LEADER, -1, (np.full((n, 0), -1, dtype=np.int32), np.zeros(n, dtype=np.int32)), 0, 0)
             if deleted is not None:
                 back = missing[deleted.mask(missing)]
@@ -935,17 +1223,36 @@ class ClusterView:
 
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
-        self.assignments[rec.topic] = {p: tuple(r) for p, r in enumerate(rec.assignment)}
+        try:
+            block = _tuples_block(rec.assignment, "replicas")
+        except ValueError as exc:
+            raise _unfit(rec, exc) from None
+        self._assignments[rec.topic] = _Assignment.of_rows(np.arange(len(rec.assignment)), *block)
 
     def _partitions_added(self, rec: PartitionsAdded) -> None:
         if rec.topic in self.deleting:
             return  # the controller puts the topic's assignment back (processPartitionModifications)
-        self.assignments.setdefault(rec.topic, {}).update((p, tuple(r)) for p, r in rec.assignment)
+        table = self._assignments.get(rec.topic)
+        if table is None:
+            table = self._assignments[rec.topic] = _Assignment()
+        if not rec.assignment:
+            return
+        try:
+            ps = _partition_numbers(_int_column([p for p, _ in rec.assignment], np.int64, "partition"))
+            sel = _last_writes(ps).tolist()   # a dict's update: the first position, the last value
+            block = _tuples_block([rec.assignment[i][1] for i in sel], "replicas")
+        except ValueError as exc:
+            raise _unfit(rec, exc) from None
+        table.put(ps[sel], *block)
 
     def _replica_assignment_changed(self, rec: ReplicaAssignmentChanged) -> None:
         replicas = tuple(rec.replicas)
-        if rec.topic in self.assignments:
-            self.assignments[rec.topic][rec.partition] = replicas
+        assignment = self._assignments.get(rec.topic)
+        if assignment is not None:
+            try:
+                assignment.set(_partition_number(rec.topic, rec.partition), replicas)
+            except ValueError as exc:
+                raise _unfit(rec, exc) from None
         table = self._partitions.get(rec.topic)
         if table is not None and table.has(rec.partition):
             try:
@@ -959,7 +1266,7 @@ class ClusterView:
     def _topic_deletion_completed(self, rec: TopicDeletionCompleted) -> None:
         topic = rec.topic
         self.deleting.discard(topic)
-        for table in (self._partitions, self._deleted_partitions, self.assignments, self.topic_configs,
+        for table in (self._partitions, self._deleted_partitions, self._assignments, self.topic_configs,
                       self._replica_states):
             table.pop(topic, None)
 
@@ -1125,15 +1432,29 @@ class ClusterView:
         return True
 
     # --- snapshots ---------------------------------------------------------------------------
-    def to_snapshot(self) -> bytes:
-        """The whole view as msgpack positional arrays (layout: docs/event-log-format.md, ViewSnapshot).
+    def to_snapshot(self, format: int = SNAPSHOT_FORMAT) -> bytes:
+        """The whole view as a msgpack array (layout: docs/event-log-format.md, ViewSnapshot), in format 3
+        (per topic, columns as bin buffers of little-endian ints) or, with ``format=2``, the earlier one
+        (per partition, positional arrays).
 
-        Maps are written as arrays of pairs in the view's own order, so that
-        :meth:`from_snapshot` rebuilds an identical view, iteration order included.
+        Tables are written in the view's own order, so that :meth:`from_snapshot` rebuilds an identical
+        view, iteration order included; equal views write equal bytes.
         """
+        if format == 3:
+            topics = [[t, *_partition_columns(table)] for t, table in self._partitions.items()]
+            replica_states = [[t, *_replica_state_columns(table)] for t, table in self._replica_states.items()]
+            assignments = [[t, *_assignment_columns(table)] for t, table in self._assignments.items()]
+            deleted = [[t, *_partition_columns(table)] for t, table in self._deleted_partitions.items()]
+        elif format == 2:
+            topics = [[t, table.snapshot_rows()] for t, table in self._partitions.items()]
+            replica_states = [[t, table.snapshot_rows()] for t, table in self._replica_states.items()]
+            assignments = [[t, table.snapshot_rows()] for t, table in self._assignments.items()]
+            deleted = [[t, table.snapshot_rows()] for t, table in self._deleted_partitions.items()]
+        else:
+            raise ValueError(f"view snapshot format {format!r:.50}: this writer knows 2 and 3")
         pending = self._failover_pending
         state = [
-            SNAPSHOT_FORMAT,
+            format,
             self.offset,
             self.timestamp_ms,
             None if self.controller is None else list(self.controller),
@@ -1142,29 +1463,31 @@ class ClusterView:
             [[b, e] for b, e in self.registered_brokers.items()],
             sorted(self.shutting_down),
             None if pending is None else list(pending),
-            [[topic, table.snapshot_rows()] for topic, table in self._partitions.items()],
-            [[topic, table.snapshot_rows()] for topic, table in self._replica_states.items()],
+            topics,
+            replica_states,
             [[topic, [[k, v] for k, v in configs.items()]] for topic, configs in self.topic_configs.items()],
-            [[topic, [[p, replicas] for p, replicas in parts.items()]] for topic, parts in self.assignments.items()],
+            assignments,
             sorted(self.deleting),
-            [[topic, table.snapshot_rows()] for topic, table in self._deleted_partitions.items()],
+            deleted,
         ]
         return msgpack.packb(state, use_bin_type=True)
 
     @classmethod
     def from_snapshot(cls, data: bytes) -> ClusterView:
-        """The view :meth:`to_snapshot` wrote; ValueError if ``data`` is not such a snapshot."""
+        """The view :meth:`to_snapshot` wrote (in format 1, 2 or 3); ValueError if ``data`` is not such a
+        snapshot."""
         try:
             state = msgpack.unpackb(data, use_list=False, raw=False)
         except Exception as exc:  # msgpack raises several unrelated types
             raise ValueError(f"view snapshot is not valid msgpack: {exc}") from exc
-        if not isinstance(state, tuple) or not state or state[0] not in (1, SNAPSHOT_FORMAT):
+        if not isinstance(state, tuple) or not state or state[0] not in (1, 2, 3) or type(state[0]) is not int:
             found = state[0] if isinstance(state, tuple) and state else state
-            raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows 1 and {SNAPSHOT_FORMAT}")
-        expected = 13 if state[0] == 1 else 15
+            raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows 1, 2 and 3")
+        fmt = state[0]
+        expected = 13 if fmt == 1 else 15
         if len(state) != expected:
             raise ValueError(f"view snapshot has {len(state)} fields, expected {expected}")
-        if state[0] == 1:
+        if fmt == 1:
             state = state + ((), ())  # format 1 had no deletions
         view = cls()
         try:
@@ -1175,12 +1498,18 @@ class ClusterView:
             view.registered_brokers = {b: e for b, e in registered}
             view.shutting_down = frozenset(shutting_down)
             view._failover_pending = None if pending is None else (pending[0], pending[1])
-            view._partitions = {topic: _Partitions.from_rows(parts) for topic, parts in topics}
-            view._replica_states = {topic: _ReplicaStates.from_rows(parts) for topic, parts in replica_states}
+            if fmt == 3:
+                view._partitions = _topic_tables(topics, _partitions_from_columns, "partitions")
+                view._replica_states = _topic_tables(replica_states, _replica_states_from_columns, "replica states")
+                view._assignments = _topic_tables(assignments, _assignment_from_columns, "assignment")
+                view._deleted_partitions = _topic_tables(deleted, _partitions_from_columns, "deleted partitions")
+            else:
+                view._partitions = {topic: _Partitions.from_rows(parts) for topic, parts in topics}
+                view._replica_states = {topic: _ReplicaStates.from_rows(parts) for topic, parts in replica_states}
+                view._assignments = {topic: _Assignment.from_rows(parts) for topic, parts in assignments}
+                view._deleted_partitions = {topic: _Partitions.from_rows(parts) for topic, parts in deleted}
             view.topic_configs = {topic: dict(configs) for topic, configs in topic_configs}
-            view.assignments = {topic: dict(parts) for topic, parts in assignments}
             view.deleting = set(deleting)
-            view._deleted_partitions = {topic: _Partitions.from_rows(parts) for topic, parts in deleted}
         except (TypeError, ValueError) as exc:
             raise ValueError(f"view snapshot does not have the ViewSnapshot layout: {exc}") from exc
         return view
@@ -1294,7 +1623,7 @@ _PARTITION_NAMES = {b: s.value for b, s in PARTITION_BY_BYTE.items()}
 _REPLICA_NAMES = {b: s.value for b, s in REPLICA_BY_BYTE.items()}
 
 
-def _unfit(rec: tuple, exc: OverflowError) -> ValueError:
+def _unfit(rec: tuple, exc: Exception) -> ValueError:
     """A record value the view's int32 columns cannot hold, as a ValueError naming the record."""
     return ValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}")
 

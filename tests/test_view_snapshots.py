@@ -151,7 +151,7 @@ def test_round_trip_of_shutting_down_brokers_and_no_controller():
 
 def test_from_snapshot_rejects_other_data():
     with pytest.raises(ValueError, match="format"):
-        ClusterView.from_snapshot(msgpack.packb([3]))
+        ClusterView.from_snapshot(msgpack.packb([4]))
     with pytest.raises(ValueError, match="fields"):
         ClusterView.from_snapshot(msgpack.packb([1, 2, 3]))
     with pytest.raises(ValueError):
