@@ -312,3 +312,162 @@ def test_fold_log_starts_at_the_snapshots_of_a_log_written_before_schema_version
     assert full_state(fold_log(old)) == full_state(fold(records))
     batches = list(LogReader(old).iter_batches())
     assert len(decodes) < len(batches) / 5
+
+
+# --- format 3, read as docs/event-log-format.md describes it (without the view's code) -------------------------
+
+def _ints(data: bytes, n: int) -> list[int]:
+    """n little-endian signed ints of len(data) / n bytes each."""
+    if not n:
+        assert data == b""
+        return []
+    w = len(data) // n
+    assert w in (1, 2, 4) and w * n == len(data)
+    return [int.from_bytes(data[i * w:(i + 1) * w], "little", signed=True) for i in range(n)]
+
+
+def _split(counts: list[int], values: list[int]) -> list[list[int]]:
+    out, at = [], 0
+    for k in counts:
+        out.append(values[at:at + k])
+        at += k
+    assert at == len(values)
+    return out
+
+
+def _partition_rows(n, ps, states, leaders, leader_epochs, partition_epochs, recovery_states, n_replicas,
+                    replicas, n_isr, isr) -> list:
+    n_replicas, n_isr = _ints(n_replicas, n), _ints(n_isr, n)
+    return [list(row) for row in zip(
+        _ints(ps, n), _ints(states, n), _split(n_replicas, _ints(replicas, sum(n_replicas))), _ints(leaders, n),
+        _ints(leader_epochs, n), _split(n_isr, _ints(isr, sum(n_isr))), _ints(partition_epochs, n),
+        _ints(recovery_states, n))]
+
+
+def format_2_of_format_3(data: bytes) -> bytes:
+    """The format-2 snapshot holding what a format-3 one holds, decoded by the documented layout."""
+    state = msgpack.unpackb(data, raw=False)
+    assert state[0] == 3 and len(state) == 15
+    state[0] = 2
+    state[9] = [[t, _partition_rows(*cols)] for t, *cols in state[9]]
+    state[14] = [[t, _partition_rows(*cols)] for t, *cols in state[14]]
+    state[10] = [[t, [[p, [list(pair) for pair in zip(reps, states)]]
+                      for p, reps, states in zip(_ints(ps, n), _split(counts, _ints(replicas, sum(counts))),
+                                                 _split(counts, _ints(states, sum(counts))))]]
+                 for t, n, ps, counts, replicas, states in ((t, n, ps, _ints(c, n), r, s)
+                                                            for t, n, ps, c, r, s in state[10])]
+    state[12] = [[t, [[p, reps] for p, reps in zip(_ints(ps, n), _split(counts, _ints(replicas, sum(counts))))]]
+                 for t, n, ps, counts, replicas in ((t, n, ps, _ints(c, n), r) for t, n, ps, c, r in state[12])]
+    return msgpack.packb(state, use_bin_type=True)
+
+
+def wide_view() -> ClusterView:
+    """A view whose columns need every width: ids past 127 and 32767, negative ones, long and empty lists."""
+    from events.records import (
+        LeaderAndIsrUpdated, PartitionsAdded, PartitionTransition, ReplicaAssignmentChanged, ReplicaTransition,
+    )
+    view = ClusterView()
+    recs = [
+        TopicCreated.make(offset=0, topic="w", assignment=((1, 200, 70_000), (), (5,)), configs=(("k", "v"),)),
+        PartitionsAdded.make(offset=1, topic="w", assignment=((40_000, (3, -2)), (1, (9,)), (40_000, (4,)))),
+        PartitionTransition.make(offset=2, topic="w", partition=40_000, from_state=0, to_state=1,
+                                 replicas=(3, -2, 2**31 - 1), leader=-1, leader_epoch=-1, isr=(), partition_epoch=0,
+                                 recovery_state=0, election=0),
+        PartitionTransition.make(offset=3, topic="w", partition=2, from_state=0, to_state=1, replicas=(5,),
+                                 leader=5, leader_epoch=300, isr=(5,), partition_epoch=2**31 - 1,
+                                 recovery_state=1, election=0),
+        LeaderAndIsrUpdated.make(offset=4, topic="w", partition=2, leader=5, leader_epoch=40_000, isr=(5, 6, 7, 8),
+                                 partition_epoch=1, recovery_state=0, reason=1, replica=-1),
+        ReplicaAssignmentChanged.make(offset=5, topic="w", partition=2, replicas=(5, 6, 7, 8, 9),
+                                      adding_replicas=(), removing_replicas=()),
+        ReplicaTransition.make(offset=6, topic="w", partition=40_000, replica=-2, from_state=1, to_state=2),
+        ReplicaTransition.make(offset=7, topic="w", partition=40_000, replica=200, from_state=1, to_state=3),
+        ReplicaTransition.make(offset=8, topic="w", partition=3, replica=1, from_state=1, to_state=2),
+        TopicCreated.make(offset=9, topic="empty", assignment=(), configs=()),
+    ]
+    for rec in recs:
+        view.apply(rec)
+    return view
+
+
+def test_format_3_reads_as_documented_after_every_record_of_a_run(logged):
+    _, records = logged
+    view = ClusterView()
+    for record in records:
+        view.apply(record)
+        snap = view.to_snapshot()
+        assert snap == view.to_snapshot(format=3)
+        assert format_2_of_format_3(snap) == view.to_snapshot(format=2), record.offset
+        assert ClusterView.from_snapshot(view.to_snapshot(format=2)).to_snapshot() == snap, record.offset
+
+
+def test_format_3_of_wide_values():
+    view = wide_view()
+    snap = view.to_snapshot()
+    assert format_2_of_format_3(snap) == view.to_snapshot(format=2)
+    restored = ClusterView.from_snapshot(snap)
+    assert full_state(restored) == full_state(view)
+    assert restored.to_snapshot() == snap
+    assert ClusterView.from_snapshot(view.to_snapshot(format=2)).to_snapshot() == snap
+    assert list(restored.assignments["w"].items()) == [(0, (1, 200, 70_000)), (1, (9,)), (2, (5, 6, 7, 8, 9)),
+                                                       (40_000, (4,))]
+    assert dict(restored.assignments["empty"]) == {} and list(restored.assignments) == ["w", "empty"]
+    state = msgpack.unpackb(snap, raw=False)
+    w = state[9][0]
+    assert w[:3] == ["w", 2, (40_000).to_bytes(4, "little") + (2).to_bytes(4, "little")]   # past 32767: 4 bytes
+    assert w[3] == b"\x01\x01"   # states: 1 byte
+    assert len(w[9]) == 8 * 4    # replicas (3, -2, 2**31 - 1) and (5, 6, 7, 8, 9): 4 bytes
+    assert len(w[5]) == 2 * 4    # leader epochs -1 and 40_000: 4 bytes
+    # replica states' replicas -2, 200 (partition 40_000) and 1 (partition 3): 2 bytes
+    assert state[10][0][4] == (-2).to_bytes(2, "little", signed=True) + (200).to_bytes(2, "little") + b"\x01\x00"
+
+
+def test_the_assignments_read_as_the_dicts_they_were():
+    view = wide_view()
+    a = view.assignments
+    assert a == {"w": {0: (1, 200, 70_000), 1: (9,), 2: (5, 6, 7, 8, 9), 40_000: (4,)}, "empty": {}}
+    assert a["w"][40_000] == (4,) and 3 not in a["w"] and "x" not in a["w"] and a["w"].get(7) is None
+    assert len(a["w"]) == 4 and list(a["w"].values())[0] == (1, 200, 70_000)
+    with pytest.raises(KeyError):
+        a["w"][3]
+    with pytest.raises(TypeError):
+        a["w"][0] = (1,)
+
+
+def test_assignment_records_the_view_cannot_hold_are_errors():
+    from events.records import PartitionsAdded
+    with pytest.raises(ValueError, match="PartitionsAdded at offset 0: partition -1"):
+        fold([PartitionsAdded.make(offset=0, topic="t", assignment=((-1, (1,)),))])
+    with pytest.raises(ValueError, match="TopicCreated at offset 0: .*2147483648"):
+        fold([TopicCreated.make(offset=0, topic="t", assignment=((2**31,),), configs=())])
+
+
+def _broken(index: int, entry: int, column: int, value) -> bytes:
+    state = msgpack.unpackb(wide_view().to_snapshot(), raw=False)
+    state[index][entry][column] = value
+    return msgpack.packb(state, use_bin_type=True)
+
+
+@pytest.mark.parametrize("index, column, value, message", [
+    (9, 3, b"\x01", r"partitions of topic 'w': states: 1 bytes are not 2 ints"),
+    (9, 2, [1, 2], r"partitions of topic 'w': partitions is not a bin"),
+    (9, 2, b"\x01\x01", r"partitions of topic 'w': a partition number appears twice"),
+    (9, 2, b"\x01\xff", r"partition -1"),
+    (9, 1, -1, r"row count -1"),
+    (9, 8, b"\x03\x00", r"replicas: 32 bytes are not 3 ints"),
+    (9, 8, b"\x05\xff", r"replicas counts: a negative count"),
+    (9, 3, b"\x01\xff", r"states: value -1 outside 0..255"),
+    (10, 5, b"\x02\x03\x02\x03", r"replica states of topic 'w': replica states: 4 bytes are not 3 ints"),
+    (10, 4, b"\xfe\xfe\x01", r"a partition lists a replica's state twice"),
+    (12, 4, b"", r"assignment of topic 'w': replicas: 0 bytes are not 10 ints"),
+    (14, 0, "x", r"deleted partitions"),
+])
+def test_from_snapshot_refuses_broken_format_3(index, column, value, message):
+    if index == 14:
+        state = msgpack.unpackb(wide_view().to_snapshot(), raw=False)
+        state[14] = [["x", 0]]
+        data = msgpack.packb(state, use_bin_type=True)
+    else:
+        data = _broken(index, 0, column, value)
+    with pytest.raises(ValueError, match=message):
+        ClusterView.from_snapshot(data)
