@@ -471,3 +471,10 @@ def test_from_snapshot_refuses_broken_format_3(index, column, value, message):
         data = _broken(index, 0, column, value)
     with pytest.raises(ValueError, match=message):
         ClusterView.from_snapshot(data)
+
+
+def test_the_documented_format_3_example():
+    from events.records import PartitionsAdded
+    view = fold([PartitionsAdded.make(offset=0, topic="t", assignment=((1, (3, 200)), (0, (5,))))])
+    state = msgpack.unpackb(view.to_snapshot(), raw=False)
+    assert state[12] == [["t", 2, b"\x01\x00", b"\x02\x01", b"\x03\x00\xc8\x00\x05\x00"]]
