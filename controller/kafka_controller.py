@@ -20,7 +20,7 @@ import numpy as np
 import structlog
 
 from controller.config import KafkaConfig
-from controller.context import ControllerContext
+from controller.context import ControllerContext, view_i32
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, AUTO_TRIGGERED, BROKER_NOT_AVAILABLE, ELECTION_NOT_NEEDED, ELECTION_TYPE_NAMES,
     ELIGIBLE_LEADERS_NOT_AVAILABLE, FENCED_LEADER_EPOCH, INELIGIBLE_REPLICA, INVALID_REQUEST, INVALID_TOPIC_EXCEPTION,
@@ -40,7 +40,7 @@ from controller.event_manager import ControllerEventManager
 from controller.request_batch import ControllerBrokerRequestBatch, ControllerChannel
 from controller.scheduler import ControllerScheduler
 from events.records import (
-    RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControlledShutdownResponded,
+    NO_EPOCH, RECOVERED, RECOVERING, UPDATE_ALTER_PARTITION, UPDATE_ISR_NOTIFICATION, ControlledShutdownResponded,
     ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LeaderElectionResponded, LiveBrokersChanged,
     TopicDeletionCompleted, TopicQueuedForDeletion,
 )
@@ -51,6 +51,7 @@ from statemachines.partition_state_machine import (
     ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy, PartitionStateMachine,
     PreferredReplicaPartitionLeaderElectionStrategy,
 )
+from statemachines.replica_rows import ReplicaRows
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
     NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -731,20 +732,38 @@ class KafkaController(PartitionReassignmentMixin):
         ctx.shutting_down_broker_ids.add(broker_id)
         self._log.debug(f"All shutting down brokers: {_ids(ctx.shutting_down_broker_ids)}")
         self._log.debug(f"Live brokers: {_ids(ctx.live_broker_ids)}")
+        # The broker's partitions with more than one replica and leadership info, of topics not being deleted,
+        # in (topic, partition) order: those it leads move their leaders, those it follows lose it.
         led: list[tuple] = []
-        followed: list[tuple] = []
-        for tp in sorted(ctx.partitions_on_broker(broker_id)):
-            if (len(ctx.partition_replica_assignment(tp)) > 1 and ctx.has_leadership_info(tp)
-                    and not ctx.is_topic_queued_up_for_deletion(tp[0])):
-                (led if ctx.partition_leader(tp) == broker_id else followed).append(tp)
+        followed_by_topic: list[tuple] = []   # (topic columns, partition indexes)
+        hosts = ctx.pool.contains_any((broker_id,))
+        several = ctx.pool.lengths() > 1
+        for topic in sorted(ctx.topics):
+            if ctx.is_topic_queued_up_for_deletion(topic):
+                continue
+            ts = ctx.topics[topic]
+            codes = view_i32(ts.rcode)
+            leader = view_i32(ts.leader)
+            parts = np.flatnonzero(hosts[codes] & several[codes] & (view_i32(ts.leader_epoch) != NO_EPOCH))
+            if not len(parts):
+                continue
+            leads = leader[parts] == broker_id
+            led.extend(zip([topic] * int(leads.sum()), parts[leads].tolist()))
+            if not leads.all():
+                followed_by_topic.append((ts, parts[~leads]))
         self.partition_state_machine.handle_state_changes(led, ONLINE_PARTITION,
                                                           ControlledShutdownPartitionLeaderElectionStrategy())
         batch = self.request_batch
         batch.new_batch()
-        for tp in followed:
-            batch.add_stop_replica_request_for_brokers((broker_id,), tp, False)
+        for ts, parts in followed_by_topic:
+            batch.add_stop_replica_columns(broker_id, ts, parts, False)
         batch.send_requests_to_brokers(ctx.epoch)
-        self.replica_state_machine.handle_state_changes([(t, p, broker_id) for t, p in followed], OFFLINE_REPLICA)
+        names = [ts.name for ts, _ in followed_by_topic]
+        followed = ReplicaRows(
+            names, np.repeat(np.arange(len(names), dtype=np.int32), [len(p) for _, p in followed_by_topic]),
+            np.concatenate([p for _, p in followed_by_topic] or [np.zeros(0, dtype=np.int64)]),
+            np.full(sum(len(p) for _, p in followed_by_topic), broker_id, dtype=np.int32))
+        self.replica_state_machine.handle_state_changes(followed, OFFLINE_REPLICA)
         self._emit_live_brokers()
         return ctx.partition_leaders_on_broker(broker_id)
 
