@@ -12,6 +12,7 @@ gc-tracked objects the view adds, and the time and size of a ViewSnapshot, a dig
 Only the public API is used, so the same script measures an older checkout:
 
     .venv/bin/python bench/bench_view.py [--partitions 1000000] [--failure 100000] [--skip-snapshot]
+                                         [--snapshot-format 2]   # the earlier ViewSnapshot format
     PYTHONPATH=/tmp/view-before .venv/bin/python bench/bench_view.py   # the code at another commit
 """
 from __future__ import annotations
@@ -175,6 +176,8 @@ def main() -> None:
     parser.add_argument("--failure", type=int, default=100_000, help="partitions of the broker-failure run")
     parser.add_argument("--brokers", type=int, default=6)
     parser.add_argument("--skip-snapshot", action="store_true")
+    parser.add_argument("--snapshot-format", type=int, default=None,
+                        help="ViewSnapshot format to write (default: to_snapshot's own)")
     args = parser.parse_args()
 
     # 1. creation of --partitions partitions
@@ -195,14 +198,15 @@ def main() -> None:
           f"(RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB)")
     if not args.skip_snapshot:
         t0 = time.perf_counter()
-        snap = view.to_snapshot()
+        snap = view.to_snapshot() if args.snapshot_format is None else view.to_snapshot(format=args.snapshot_format)
         t1 = time.perf_counter()
         ClusterView.from_snapshot(snap)
         t2 = time.perf_counter()
         digest = view.digest()
         t3 = time.perf_counter()
-        print(f"snapshot: {len(snap) / 2**20:,.1f} MiB written in {t1 - t0:.2f} s, read in {t2 - t1:.2f} s; "
-              f"digest in {t3 - t2:.2f} s ({digest[:12]})")
+        fmt = snap[1] if snap[:1] == b"\x9f" else "?"   # element 0 of the 15-element array
+        print(f"snapshot (format {fmt}): {len(snap) / 2**20:,.1f} MiB written in {t1 - t0:.2f} s, "
+              f"read in {t2 - t1:.2f} s; digest in {t3 - t2:.2f} s ({digest[:12]})")
         del snap
     del view
     gc.collect()

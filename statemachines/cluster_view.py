@@ -10,15 +10,18 @@ audit and ``kcontroller describe`` print a view with :meth:`ClusterView.to_json_
 
 The view is columnar: per topic, numpy arrays indexed by partition number hold the partitions
 (state, replicas and ISR as -1-padded int32 matrices with lengths, leader, epochs, recovery
-state), the partitions of a deletion that went NonExistentPartition, and the replica states (a
-matrix of (replica, state) pairs per partition, in the order the replicas got them). A sequence
-number per row keeps the order rows were added, so iteration and the ViewSnapshot bytes are those
-of the dicts the view held before. A view of a million partitions holds a few objects per topic and
-nothing per partition; :attr:`ClusterView.topics` and :attr:`ClusterView.replica_states` read the
-columns as ``PartitionView`` values and dicts. :meth:`ClusterView.apply_columns` folds the
-controller's columnar batches of PartitionTransition, ReplicaTransition and LeaderAndIsrUpdated
-records as array operations (the last write to a partition or replica in a batch wins, as record
-by record); a batch mixing NonExistent and other target states is folded record by record.
+state), the partitions of a deletion that went NonExistentPartition, the replica states (a
+matrix of (replica, state) pairs per partition, in the order the replicas got them) and the
+replica assignment the store holds. A sequence number per row keeps the order rows were added, so
+iteration and the ViewSnapshot bytes are those of the dicts the view held before. A view of a
+million partitions holds a few objects per topic and nothing per partition;
+:attr:`ClusterView.topics`, :attr:`ClusterView.replica_states` and :attr:`ClusterView.assignments`
+read the columns as ``PartitionView`` values, dicts and tuples. Its ViewSnapshot (format 3) writes
+the same columns per topic as little-endian bins, with no Python work per partition either way.
+:meth:`ClusterView.apply_columns` folds the controller's columnar batches of PartitionTransition,
+ReplicaTransition and LeaderAndIsrUpdated records as array operations (the last write to a
+partition or replica in a batch wins, as record by record); a batch mixing NonExistent and other
+target states is folded record by record.
 Partition numbers must be below :data:`MAX_PARTITIONS` and broker ids, epochs and versions fit
 int32s (Kafka's types): other values are a ValueError.
 
@@ -1680,8 +1683,9 @@ def _any_of(options: list[bytes]) -> bytes:
 
 
 # How every ViewSnapshot record starts in a payload, whichever msgpack widths the writer chose: an
-# array of 8 fields, kind 52, a schema version this reader knows. A payload without this byte sequence holds no snapshot; one
-# with it may (a string or an 8-replica list can hold the same bytes): it is decoded to find out.
+# array of 8 fields, kind 52, a schema version this reader knows. A payload without this byte
+# sequence holds no snapshot; one with it may (a string or an 8-replica list can hold the same
+# bytes): it is decoded to find out.
 _SNAPSHOT_START = re.compile(
     _any_of([bytes([0x90 + len(ViewSnapshot._fields)]), b"\xdc" + len(ViewSnapshot._fields).to_bytes(2, "big"),
              b"\xdd" + len(ViewSnapshot._fields).to_bytes(4, "big")])

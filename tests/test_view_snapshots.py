@@ -10,7 +10,8 @@ import pytest
 from controller.embedding.cluster import Cluster
 from events.log import FsyncPolicy, LogReader, LogWriter
 from events.records import (
-    BrokerStarted, ControllerElected, LiveBrokersChanged, StateDigest, TopicCreated, ViewSnapshot,
+    BrokerStarted, ControllerElected, LeaderAndIsrUpdated, LiveBrokersChanged, PartitionsAdded, PartitionTransition,
+    ReplicaAssignmentChanged, ReplicaTransition, StateDigest, TopicCreated, ViewSnapshot,
 )
 from events.segment import Batch
 from statemachines.cluster_view import ClusterView, PartitionView, fold, fold_log, snapshot_record_body
@@ -363,9 +364,6 @@ def format_2_of_format_3(data: bytes) -> bytes:
 
 def wide_view() -> ClusterView:
     """A view whose columns need every width: ids past 127 and 32767, negative ones, long and empty lists."""
-    from events.records import (
-        LeaderAndIsrUpdated, PartitionsAdded, PartitionTransition, ReplicaAssignmentChanged, ReplicaTransition,
-    )
     view = ClusterView()
     recs = [
         TopicCreated.make(offset=0, topic="w", assignment=((1, 200, 70_000), (), (5,)), configs=(("k", "v"),)),
@@ -435,7 +433,6 @@ def test_the_assignments_read_as_the_dicts_they_were():
 
 
 def test_assignment_records_the_view_cannot_hold_are_errors():
-    from events.records import PartitionsAdded
     with pytest.raises(ValueError, match="PartitionsAdded at offset 0: partition -1"):
         fold([PartitionsAdded.make(offset=0, topic="t", assignment=((-1, (1,)),))])
     with pytest.raises(ValueError, match="TopicCreated at offset 0: .*2147483648"):
@@ -474,7 +471,23 @@ def test_from_snapshot_refuses_broken_format_3(index, column, value, message):
 
 
 def test_the_documented_format_3_example():
-    from events.records import PartitionsAdded
     view = fold([PartitionsAdded.make(offset=0, topic="t", assignment=((1, (3, 200)), (0, (5,))))])
     state = msgpack.unpackb(view.to_snapshot(), raw=False)
     assert state[12] == [["t", 2, b"\x01\x00", b"\x02\x01", b"\x03\x00\xc8\x00\x05\x00"]]
+
+
+def test_format_1_and_2_snapshots_read_and_are_written_again_as_format_3(logged):
+    _, records = logged
+    view = fold(records)
+    snap_2 = view.to_snapshot(format=2)
+    state = msgpack.unpackb(snap_2, raw=False)
+    assert state[0] == 2 and state[13] == [] and state[14] == []
+    snap_1 = msgpack.packb([1] + state[1:13], use_bin_type=True)   # format 1: no deletion state
+    for snap in (snap_1, snap_2):
+        restored = ClusterView.from_snapshot(snap)
+        assert full_state(restored) == full_state(view)
+        assert restored.to_snapshot() == view.to_snapshot()
+    with pytest.raises(ValueError, match="format 4: this writer knows 2 and 3"):
+        view.to_snapshot(format=4)
+    with pytest.raises(ValueError, match="format True"):
+        ClusterView.from_snapshot(msgpack.packb([True] + state[1:]))
