@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import numpy as np
+
 
 class InvalidReplicationFactorError(ValueError):
     """Kafka's InvalidReplicationFactorException."""
@@ -34,13 +36,20 @@ def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replicat
             raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
         start = rng.randrange(n)
         shift = rng.randrange(n)
-    out = []
-    for pid in range(max(0, start_partition_id), max(0, start_partition_id) + partitions):
-        if pid > 0 and pid % n == 0:
-            shift += 1
-        first = (pid + start) % n
-        replicas = [ordered[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(ordered[(first + 1 + (shift + j) % (n - 1)) % n])
-        out.append(tuple(replicas))
+    return list(map(tuple, _placement(ordered, partitions, replication_factor, start, shift,
+                                      max(0, start_partition_id)).tolist()))
+
+
+def _placement(ordered: list[int], partitions: int, rf: int, start: int, shift: int, first_pid: int) -> np.ndarray:
+    """The (partitions, rf) matrix of replicas: Kafka's loop (the shift grows by one at every partition id > 0
+    that is a multiple of n) as array arithmetic."""
+    n = len(ordered)
+    brokers = np.asarray(ordered, dtype=np.int64)
+    pid = np.arange(first_pid, first_pid + partitions, dtype=np.int64)
+    shifts = shift + np.maximum(0, pid // n - (max(first_pid, 1) - 1) // n)
+    first = (pid + start) % n
+    out = np.empty((partitions, rf), dtype=np.int64)
+    out[:, 0] = brokers[first]
+    for j in range(rf - 1):
+        out[:, j + 1] = brokers[(first + 1 + (shifts + j) % (n - 1)) % n]
     return out

@@ -187,13 +187,13 @@ class PartitionStateMachine:
         info = self.trace_transitions and self._log.is_enabled_for(logging.INFO)
         if target == NEW_PARTITION:
             self._emit_many(valid, [current[tp] for tp in valid], target, ELECTION_NONE)
-            for tp in valid:
-                if trace:
+            if trace:
+                for tp in valid:
                     self._log.debug(f"Changed partition {TopicPartition(*tp)} state from "
                                     f"{PARTITION_BY_BYTE[current[tp]]} to NewPartition with assigned replicas "
                                     f"{','.join(map(str, ctx.partition_replica_assignment(tp)))}", epoch=ctx.epoch)
-                ctx.put_partition_state(tp, NEW_PARTITION)
-                results[tp] = None
+            ctx.put_partition_states(valid, NEW_PARTITION)
+            results.update(dict.fromkeys(valid))
         elif target == ONLINE_PARTITION:
             uninitialized = [tp for tp in valid if current[tp] == NEW_PARTITION]
             to_elect = [tp for tp in valid if current[tp] != NEW_PARTITION]
