@@ -580,8 +580,12 @@ class _ReplicaStates:
         self._add(ps)
         w = ids.shape[1]
         self.widen(w)
-        self.ids[ps, :w] = ids
-        self.states[ps, :w] = states
+        if w == self.ids.shape[1]:
+            self.ids[ps] = ids
+            self.states[ps] = states
+        else:
+            self.ids[ps, :w] = ids
+            self.states[ps, :w] = states
         self.n[ps] = lengths
 
     # -- snapshots --
