@@ -117,7 +117,7 @@ class ControllerEventManager:
         self._processor = processor
         self._clock = clock
         # Lazy proxy: structlog's configuration is resolved when logging, not now.
-        self._log = structlog.get_logger(__name__, controller_id=controller_id)
+        self._log = structlog.get_logger("kcontroller.event_manager", controller_id=controller_id)
 
         self._queue: deque[QueuedEvent] = deque()
         # Kafka's putLock: serialises put and clear_and_put; reentrant so that a preempt

@@ -2,3 +2,5 @@
 
 Imports nothing else of kcontroller (see DESIGN.md).
 """
+
+from events import library_logging  # noqa: E402,F401  (the library logs through the standard library)
