@@ -404,6 +404,20 @@ class ControllerContext:
             out.extend(zip([topic] * len(pi), parts[pi].tolist(), rows[pi, ci].tolist()))
         return out
 
+    def topics_with_offline_replicas(self) -> set[str]:
+        """Topics with a replica that ``is_replica_online`` says is not online (Kafka's check in
+        fetchTopicDeletionsInProgress), per distinct assignment as arrays where no log directory is offline."""
+        if self.has_offline_dirs():
+            return {t for t in self.topics
+                    if any(not self.is_replica_online(r, (t, p)) for t, p, r in self.replicas_for_topic(t))}
+        m = self.pool.matrix()
+        live = self.live_mask()
+        known = (m >= 0) & (m < len(live))
+        offline = (m >= 0) & ~known
+        offline[known] = ~live[m[known]]
+        has_offline = offline.any(axis=1)
+        return {t for t, ts in self.topics.items() if len(ts) and has_offline[view_i32(ts.rcode)].any()}
+
     def replicas_for_topic(self, topic: str) -> list[tuple]:
         ts = self.topics.get(topic)
         if ts is None:

@@ -433,8 +433,7 @@ class KafkaController(PartitionReassignmentMixin):
     def _fetch_topic_deletions_in_progress(self) -> tuple[list[str], list[str]]:
         ctx = self.context
         to_delete = sorted(self.zk.get_topic_deletions())
-        with_offline = {t for t in ctx.all_topics
-                        if any(not ctx.is_replica_online(r, (t, p)) for t, p, r in ctx.replicas_for_topic(t))}
+        with_offline = ctx.topics_with_offline_replicas()
         reassigning = {tp[0] for tp in ctx.partitions_being_reassigned}
         ineligible = sorted(with_offline | reassigning)
         self._log.info(f"List of topics to be deleted: {','.join(to_delete)}")

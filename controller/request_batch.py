@@ -129,6 +129,7 @@ class ControllerBrokerRequestBatch:
         self._all_live_added = False
         self._is_online = None
         self._live = None
+        self._offline = None
 
     @property
     def pool(self):
@@ -192,6 +193,7 @@ class ControllerBrokerRequestBatch:
         self._all_live_added = False
         self._is_online = None
         self._live = None
+        self._offline = None
 
     # --- adding, one partition at a time ----------------------------------------------------------
     def add_leader_and_isr_request_for_brokers(self, broker_ids: Iterable[int], tp: tuple,
@@ -302,6 +304,31 @@ class ControllerBrokerRequestBatch:
         table.add((0, table.topic_code(tp[0]), tp[1], controller_epoch, leader, leader_epoch, code(isr),
                    partition_epoch, code(replicas), code(offline)))
 
+    def _offline_codes(self) -> np.ndarray:
+        """Pool code -> the code of that replica list's replicas on brokers not live (the UpdateMetadata
+        ``offline_replicas`` of a partition with that assignment), for this batch (the live brokers do not
+        change while it is built); extended as the pool grows."""
+        pool = self.pool
+        cache = self._offline
+        if cache is not None and len(cache) == len(pool):
+            return cache
+        live = self._live
+        if live is None:
+            live = self._live = self.context.live_mask()
+        while True:   # interning the offline lists may grow the pool: then once more, over them too
+            m = pool.matrix()
+            offline = m >= 0
+            known = offline & (m < len(live))
+            offline[known] = ~live[m[known]]
+            codes = np.zeros(len(m), dtype=np.int64)
+            rows = np.flatnonzero(offline.any(axis=1))
+            if len(rows):
+                codes[rows] = self.context.codes_of_rows(np.where(offline[rows], m[rows], -1))
+            if len(pool) == len(m):
+                break
+        self._offline = codes
+        return codes
+
     # --- adding, a topic's partitions as arrays ---------------------------------------------------
     def add_update_metadata_columns(self, ts, parts: np.ndarray) -> None:
         """``_add_update_metadata_partition`` for partitions ``parts`` (numpy indexes) of one topic's columns,
@@ -315,17 +342,7 @@ class ControllerBrokerRequestBatch:
         if not len(parts):
             return
         rcodes = ctx.assignment_codes(ts, parts)
-        rows = self.pool.matrix()[rcodes]
-        live = self._live
-        if live is None:
-            live = self._live = ctx.live_mask()
-        offline = rows >= 0
-        known = offline & (rows < len(live))
-        offline[known] = ~live[rows[known]]
-        if offline.any():
-            ocodes = ctx.codes_of_rows(np.where(offline, rows, -1))
-        else:
-            ocodes = 0
+        ocodes = self._offline_codes()[rcodes]
         table = self._um
         if ts.name in ctx.topics_to_be_deleted:
             leader, le, pe = LEADER_DURING_DELETE, 0, 0
