@@ -672,7 +672,14 @@ class ControllerContext:
             uniq = rows[first]
         else:
             uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-        codes = np.fromiter((code(tuple(r[r >= 0].tolist())) for r in uniq), dtype=np.int32, count=len(uniq))
+        keep = uniq >= 0
+        lens = keep.sum(axis=1)
+        rows_list = uniq.tolist()
+        if (keep == (np.arange(uniq.shape[1]) < lens[:, None])).all():   # ids first, padding after
+            tuples = [tuple(r[:n]) for r, n in zip(rows_list, lens.tolist())]
+        else:
+            tuples = [tuple(x for x in r if x >= 0) for r in rows_list]
+        codes = np.fromiter(map(code, tuples), dtype=np.int32, count=len(tuples))
         return codes[inverse.reshape(-1)]
 
     # --- partition states -------------------------------------------------------------------

@@ -175,3 +175,16 @@ def test_snapshot_state_of_the_list_format_is_read():
     other = ControllerContext()
     other.load_state(old)
     assert _facts(other) == _facts(ctx)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(-1, 40), min_size=3, max_size=3), max_size=30), st.booleans())
+def test_codes_of_rows_are_the_rows_without_padding(rows, wide):
+    """Rows with padding anywhere (a masked replica list) or at the end; packed keys or, too wide, np.unique."""
+    import numpy as np
+    ctx = ControllerContext()
+    m = np.array(rows, dtype=np.int32).reshape(len(rows), 3)
+    if wide:
+        m = np.concatenate([m] * 8, axis=1)   # 24 ids of up to 6 bits each: too wide to pack in an int64
+    codes = ctx.codes_of_rows(m)
+    assert [ctx.pool.tuples[c] for c in codes.tolist()] == [tuple(x for x in r if x >= 0) for r in m.tolist()]
