@@ -334,28 +334,25 @@ class ControllerBrokerRequestBatch:
         """``_add_update_metadata_partition`` for partitions ``parts`` (numpy indexes) of one topic's columns,
         read from the context as arrays. Only without replicas on offline log directories (a per-partition
         question): callers check ``context.has_offline_dirs()``."""
+        columns = self._um_columns(ts, parts)
+        if columns is not None:
+            self._um.add_columns(columns)
+
+    def _um_columns(self, ts, parts: np.ndarray) -> tuple | None:
         ctx = self.context
         ce, leader, le, icode, pe, _ = ctx.leadership_arrays(ts, parts)
         has = le != -1
         if not has.all():
             parts, ce, leader, le, icode, pe = parts[has], ce[has], leader[has], le[has], icode[has], pe[has]
         if not len(parts):
-            return
+            return None
         rcodes = ctx.assignment_codes(ts, parts)
         ocodes = self._offline_codes()[rcodes]
-        table = self._um
         if ts.name in ctx.topics_to_be_deleted:
             leader, le, pe = LEADER_DURING_DELETE, 0, 0
-        table.add_columns((0, table.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes))
+        return 0, self._um.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes
 
-    def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
-                                   update_metadata: bool = True) -> None:
-        """``add_leader_and_isr_request_for_brokers`` for partitions ``parts`` (numpy indexes, in order) of one
-        topic's columns, with their leadership and assignment as the context holds them now: ``recipients``
-        an int matrix, row ``i`` the broker ids for ``parts[i]`` (-1 padded). Then their UpdateMetadata states
-        (``update_metadata``), as the per-partition method adds them."""
-        if not len(parts):
-            return
+    def _lai_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool) -> tuple:
         ctx = self.context
         ce, leader, le, icode, pe, rec = ctx.leadership_arrays(ts, parts)
         rcodes = ctx.assignment_codes(ts, parts)
@@ -366,19 +363,40 @@ class ControllerBrokerRequestBatch:
             adding = np.fromiter((code(ts.adding.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
             removing = np.fromiter((code(ts.removing.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
         rows, cols = np.nonzero(recipients >= 0)   # row-major: each partition's recipients in order
-        brokers = recipients[rows, cols]
-        table = self._lai
+        n = len(rows)
 
         def per(a):
-            return a[rows] if isinstance(a, np.ndarray) else a
-        table.add_columns((brokers, table.topic_code(ts.name), parts[rows], ce[rows], leader[rows], le[rows],
-                           icode[rows], pe[rows], rcodes[rows], per(adding), per(removing), int(is_new),
-                           rec[rows]))
-        if update_metadata:
-            self._add_update_metadata([(ts.name, p) for p in parts.tolist()] if ctx.has_offline_dirs() else [],
-                                      None)
-            if not ctx.has_offline_dirs():
-                self.add_update_metadata_columns(ts, parts)
+            return a[rows] if isinstance(a, np.ndarray) else np.full(n, a, dtype=np.int64)
+        return (recipients[rows, cols], np.full(n, self._lai.topic_code(ts.name), dtype=np.int64), parts[rows],
+                ce[rows], leader[rows], le[rows], icode[rows], pe[rows], rcodes[rows], per(adding), per(removing),
+                np.full(n, int(is_new), dtype=np.int64), rec[rows])
+
+    def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
+                                   update_metadata: bool = True) -> None:
+        """``add_leader_and_isr_request_for_brokers`` for partitions ``parts`` (numpy indexes, in order) of one
+        topic's columns, with their leadership and assignment as the context holds them now: ``recipients``
+        an int matrix, row ``i`` the broker ids for ``parts[i]`` (-1 padded). Then their UpdateMetadata states
+        (``update_metadata``), as the per-partition method adds them."""
+        self.add_leader_and_isr_segments([(ts, parts, recipients)], is_new, update_metadata)
+
+    def add_leader_and_isr_segments(self, segments: list, is_new: bool, update_metadata: bool = True) -> None:
+        """``add_leader_and_isr_columns`` of each (topic columns, partition indexes, recipients matrix) in
+        ``segments``, in order, with one append per table."""
+        segments = [seg for seg in segments if len(seg[1])]
+        if not segments:
+            return
+        lai = [self._lai_columns(ts, parts, recipients, is_new) for ts, parts, recipients in segments]
+        self._lai.add_columns(_concat(lai))
+        if not update_metadata:
+            return
+        ctx = self.context
+        if ctx.has_offline_dirs():
+            self._add_update_metadata([(ts.name, p) for ts, parts, _ in segments for p in parts.tolist()], None)
+            return
+        self._ensure_all_live()
+        um = [c for c in (self._um_columns(ts, parts) for ts, parts, _ in segments) if c is not None]
+        if um:
+            self._um.add_columns(_concat(um))
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
@@ -517,6 +535,16 @@ class ControllerBrokerRequestBatch:
             if errors:
                 self.on_topic_deletion_stop_replica_response(broker, response.error, errors)
         return on_response
+
+
+def _concat(adds: list[tuple]) -> tuple:
+    """The entry columns of several adds as one (a scalar field broadcast to its add's rows; the third
+    field, the partitions, is always an array)."""
+    if len(adds) == 1:
+        return adds[0]
+    lengths = [len(a[2]) for a in adds]
+    return tuple(np.concatenate([np.broadcast_to(np.asarray(a[i], dtype=np.int64), (n,)) for a, n in zip(adds, lengths)])
+                 for i in range(len(adds[0])))
 
 
 def _lead_column(value, n: int):

@@ -228,7 +228,7 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
     (only the states Kafka puts first, NonExistentReplica where none, put) when the per-partition path must
     do it."""
     ctx = sm.context
-    if not hasattr(sm.batch, "add_leader_and_isr_columns"):
+    if not hasattr(sm.batch, "add_leader_and_isr_segments"):
         return False
     segments = ctx.topic_segments(replicas)
     if segments is None:
@@ -247,11 +247,12 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
             return False
         checked.append((cols, cur, has_info))
     if target == ONLINE_REPLICA:
+        adds = []
         for (ts, parts, _, _), (_, cur, has_info) in zip(segments, checked):
             sel = parts[(cur != NEW_REPLICA) & has_info]
             if len(sel):
-                sm.batch.add_leader_and_isr_columns(ts, sel, np.full((len(sel), 1), replica_id, dtype=np.int32),
-                                                    False)
+                adds.append((ts, sel, np.full((len(sel), 1), replica_id, dtype=np.int32)))
+        sm.batch.add_leader_and_isr_segments(adds, False)
     succeed_columns(sm, replica_id, replicas, segments, checked, target)
     return True
 
