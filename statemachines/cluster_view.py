@@ -758,29 +758,6 @@ class _PartitionsView(Mapping):
         return repr(dict(self.items()))
 
 
-class _TopicsView(Mapping):
-    """topic -> (partition -> PartitionView): the read-only face of ``ClusterView._partitions``."""
-    __slots__ = ("_topics",)
-
-    def __init__(self, topics: dict[str, _Partitions]):
-        self._topics = topics
-
-    def __getitem__(self, topic: str) -> _PartitionsView:
-        return _PartitionsView(self._topics[topic])
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._topics
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._topics)
-
-    def __len__(self) -> int:
-        return len(self._topics)
-
-    def __repr__(self) -> str:
-        return repr({t: dict(parts.items()) for t, parts in self.items()})
-
-
 class _PartitionStatesView(Mapping):
     """partition -> {replica: state byte} of one topic (each map a new dict)."""
     __slots__ = ("_table",)
@@ -811,29 +788,6 @@ class _PartitionStatesView(Mapping):
 
     def __repr__(self) -> str:
         return repr(dict(self.items()))
-
-
-class _ReplicaStatesView(Mapping):
-    """topic -> partition -> {replica: state byte}: the read-only face of ``ClusterView._replica_states``."""
-    __slots__ = ("_topics",)
-
-    def __init__(self, topics: dict[str, _ReplicaStates]):
-        self._topics = topics
-
-    def __getitem__(self, topic: str) -> _PartitionStatesView:
-        return _PartitionStatesView(self._topics[topic])
-
-    def __contains__(self, topic: object) -> bool:
-        return topic in self._topics
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._topics)
-
-    def __len__(self) -> int:
-        return len(self._topics)
-
-    def __repr__(self) -> str:
-        return repr({t: dict(parts.items()) for t, parts in self.items()})
 
 
 class _AssignmentView(Mapping):
@@ -868,15 +822,15 @@ class _AssignmentView(Mapping):
         return repr(dict(self.items()))
 
 
-class _AssignmentsView(Mapping):
-    """topic -> (partition -> replicas): the read-only face of ``ClusterView._assignments``."""
-    __slots__ = ("_topics",)
+class _ByTopic(Mapping):
+    """topic -> a read-only view (``wrap``) of that topic's table: the face of the view's per-topic tables."""
+    __slots__ = ("_topics", "_wrap")
 
-    def __init__(self, topics: dict[str, _Assignment]):
-        self._topics = topics
+    def __init__(self, topics: dict, wrap):
+        self._topics, self._wrap = topics, wrap
 
-    def __getitem__(self, topic: str) -> _AssignmentView:
-        return _AssignmentView(self._topics[topic])
+    def __getitem__(self, topic: str):
+        return self._wrap(self._topics[topic])
 
     def __contains__(self, topic: object) -> bool:
         return topic in self._topics
@@ -1116,19 +1070,19 @@ class ClusterView:
     @property
     def topics(self) -> Mapping[str, Mapping[int, PartitionView]]:
         """topic -> partition -> :class:`PartitionView` (a read-only mapping over the stored partitions)."""
-        return _TopicsView(self._partitions)
+        return _ByTopic(self._partitions, _PartitionsView)
 
     @property
     def replica_states(self) -> Mapping[str, Mapping[int, dict[int, int]]]:
         """topic -> partition -> {replica: ReplicaState byte} (read-only; topics and partitions in the order
         they got a state, replicas too)."""
-        return _ReplicaStatesView(self._replica_states)
+        return _ByTopic(self._replica_states, _PartitionStatesView)
 
     @property
     def assignments(self) -> Mapping[str, Mapping[int, tuple]]:
         """topic -> partition -> replicas as the store holds them (TopicCreated, PartitionsAdded, then
         ReplicaAssignmentChanged; read-only, topics and partitions in the order they were added)."""
-        return _AssignmentsView(self._assignments)
+        return _ByTopic(self._assignments, _AssignmentView)
 
     # --- folding -----------------------------------------------------------------------------
     def apply(self, record: tuple) -> None:
