@@ -1581,13 +1581,10 @@ class ZooKeeper:
             paths = [f"{prefix}{p}" for p in ps.tolist()]
             if any(map(nodes.__contains__, paths)):
                 return None
-        n = len(ps)
-        code = np.zeros(n, dtype=np.int8)
-        zx = self._bulk_txns(sess, n)
-        checked = self._check_code(check)
-        if checked != R_OK:
-            code[:] = checked
-            return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        zx = self._bulk_txns(sess, len(ps))
+        failed = self._failed_check(check, len(ps))
+        if failed is not None:
+            return failed
         if table is None:
             table = self._tables[topic] = StateTable(topic)
         table.put_parents(ps, zx)
@@ -1598,8 +1595,16 @@ class ZooKeeper:
             children = {children, *paths}
         elif type(children) is not _RowChildren:
             children.update(paths)
-        nodes[top] = (data, czxid, mzxid, version, cversion + n, owner, int(zx[-1]), children)
-        return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        nodes[top] = (data, czxid, mzxid, version, cversion + len(ps), owner, int(zx[-1]), children)
+        return _all_ok(len(ps))
+
+    def _failed_check(self, check: CheckOp, n: int) -> StateWriteOutcome | None:
+        """The outcome of ``n`` fenced requests whose check failed (each fails with the check's code), or None
+        when the check holds."""
+        checked = self._check_code(check)
+        if checked == R_OK:
+            return None
+        return StateWriteOutcome(np.full(n, checked, dtype=np.int8), np.full(n, -1, dtype=np.int64), -1)
 
     def create_state_columns(self, session_id: int, topic: str, partitions, controller_epoch, leader, leader_epoch,
                              isr: np.ndarray, isr_len, recovery, check: CheckOp) -> StateWriteOutcome | None:
@@ -1616,18 +1621,15 @@ class ZooKeeper:
         sess, ps, table = ready
         if table is None or int(ps.max()) >= table.cap or not (table.parent[ps] & ~table.pchild[ps]).all():
             return None
-        n = len(ps)
-        code = np.zeros(n, dtype=np.int8)
-        zx = self._bulk_txns(sess, n)
-        checked = self._check_code(check)
-        if checked != R_OK:
-            code[:] = checked
-            return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        zx = self._bulk_txns(sess, len(ps))
+        failed = self._failed_check(check, len(ps))
+        if failed is not None:
+            return failed
         table.put_many(ps, controller_epoch, leader, leader_epoch, recovery, isr, isr_len, zx, zx, 0)
         table.pcversion[ps] += 1
         table.ppzxid[ps] = zx
         table.pchild[ps] = True
-        return StateWriteOutcome(code, np.full(n, -1, dtype=np.int64), -1)
+        return _all_ok(len(ps))
 
     # --- conveniences --------------------------------------------------------------------------------
     def create_recursive(self, session_id: int, path: str, data: bytes | None = b"", *,
@@ -1816,3 +1818,8 @@ class ZooKeeper:
                 if sid in zk._sessions:
                     zk._sessions[sid].watches.add((is_child, path))
         return zk
+
+
+def _all_ok(n: int) -> StateWriteOutcome:
+    """The outcome of ``n`` requests that all succeeded (no versions to report)."""
+    return StateWriteOutcome(np.zeros(n, dtype=np.int8), np.full(n, -1, dtype=np.int64), -1)
