@@ -33,7 +33,8 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     ctx, store = sm.context, sm.store
     offline = isinstance(strategy, OfflinePartitionLeaderElectionStrategy)
     shutdown = isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy)
-    if (not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns") or ctx.has_offline_dirs()
+    if (len(partitions) < BATCH_MIN or not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns")
+            or ctx.has_offline_dirs()
             or not hasattr(sm.batch, "add_leader_and_isr_columns")):
         return False
     segments = ctx.topic_segments(partitions)
@@ -175,6 +176,10 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
 
 
 COLUMN_MIN = 64  # partitions from which transition records are emitted as one columnar batch
+BATCH_MIN = 32
+"""Rows (partitions of an election, replicas of one broker) from which the batch paths take a state change:
+below it the per-partition path does the work (array work costs more than it saves on a few rows). The
+differential tests set it to 1, so that small random clusters drive the batch paths too."""
 
 
 def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int], target: int, code) -> bool:

@@ -18,6 +18,7 @@ import numpy as np
 from events.columns import DictColumn
 from events.records import UPDATE_OFFLINE_REPLICA, LeaderAndIsrUpdated, ReplicaTransition
 from statemachines.election_arrays import remove_replica_from_isrs
+from statemachines import partition_batch as pb
 from statemachines.partition_batch import list_column, topic_column
 from statemachines import failures
 from statemachines.leader_and_isr import TopicPartition
@@ -25,7 +26,6 @@ from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, VALID_PREVIOUS_REPLICA_BYTES,
 )
 
-_MIN_ROWS = 1  # the batch path serves every size (the differential tests drive it on small clusters)
 
 
 def offline_states(sm, replica_id: int, replicas: list[tuple]) -> tuple[np.ndarray, list] | None:
@@ -33,6 +33,8 @@ def offline_states(sm, replica_id: int, replicas: list[tuple]) -> tuple[np.ndarr
     when every one has a state valid for OfflineReplica; None otherwise (the per-replica path then logs the
     invalid ones)."""
     ctx = sm.context
+    if len(replicas) < pb.BATCH_MIN:
+        return None
     segments = ctx.topic_segments(replicas)
     if segments is None:
         return None
@@ -50,7 +52,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     """Move ``replicas`` (all of broker ``replica_id``, each valid for OfflineReplica, ``curs`` their states)
     to OfflineReplica; False (nothing done) when the per-partition path must do it."""
     ctx, store = sm.context, sm.store
-    if (len(replicas) < _MIN_ROWS or not hasattr(store, "write_leader_and_isr_columns")
+    if (len(replicas) < pb.BATCH_MIN or not hasattr(store, "write_leader_and_isr_columns")
             or not hasattr(sm.batch, "add_leader_and_isr_columns")):
         return False
     if segments is None:
@@ -228,7 +230,7 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
     (only the states Kafka puts first, NonExistentReplica where none, put) when the per-partition path must
     do it."""
     ctx = sm.context
-    if not hasattr(sm.batch, "add_leader_and_isr_segments"):
+    if len(replicas) < pb.BATCH_MIN or not hasattr(sm.batch, "add_leader_and_isr_segments"):
         return False
     segments = ctx.topic_segments(replicas)
     if segments is None:

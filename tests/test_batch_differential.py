@@ -43,6 +43,7 @@ from events.records import (
     ELECTION_NAMES, UPDATE_REASON_NAMES, LeaderAndIsrUpdated, PartitionTransition, ReplicaTransition,
     TransitionFailed,
 )
+from statemachines import partition_batch
 from statemachines.partition_state_machine import PartitionStateMachine
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import ReplicaState
@@ -62,6 +63,7 @@ def path(batch: bool):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ReplicaStateMachine, "batch_path", batch)
         mp.setattr(PartitionStateMachine, "batch_path", batch)
+        mp.setattr(partition_batch, "BATCH_MIN", 1)   # small clusters take the batch paths too
         yield
 
 
