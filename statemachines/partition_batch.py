@@ -12,6 +12,8 @@ the per-partition path (the reference: tests/test_batch_differential.py holds bo
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from events.records import (
@@ -35,7 +37,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     shutdown = isinstance(strategy, ControlledShutdownPartitionLeaderElectionStrategy)
     if (len(partitions) < BATCH_MIN or not (offline or shutdown) or not hasattr(store, "write_leader_and_isr_columns")
             or ctx.has_offline_dirs()
-            or not hasattr(sm.batch, "add_leader_and_isr_columns")):
+            or not hasattr(sm.batch, "add_leader_and_isr_segments")):
         return False
     segments = ctx.topic_segments(partitions)
     if segments is None:
@@ -115,6 +117,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
 
     # Successful writes: cached, and LeaderAndIsr + UpdateMetadata for the live replicas (row order).
     done_rows, done_lai, done_codes = [], [], []
+    adds = []
     for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, _v), new_version in zip(
             segments, elected, written):
         ok = new_version >= 0
@@ -125,14 +128,25 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
                                                                   recipients[ok], leader_epoch[ok])
         new_version = new_version[ok]
         ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
-        sm.batch.add_leader_and_isr_columns(ts, sel, recipients, False)
-        isr_t = sm.context.tuples_of_rows(isr)
-        new = tuple.__new__
-        for i, (ld, le, rc, v, code) in enumerate(zip(leader.tolist(), leader_epoch.tolist(), recovery.tolist(),
-                                                       new_version.tolist(), codes.tolist())):
-            done_lai.append(new(LeaderAndIsr, (ld, le, isr_t[i], rc, v)))
-            done_codes.append(code)
+        adds.append((ts, sel, recipients))
+        done_lai.extend(map(partial(tuple.__new__, LeaderAndIsr), zip(
+            leader.tolist(), leader_epoch.tolist(), sm.context.tuples_of_rows(isr), recovery.tolist(),
+            new_version.tolist())))
+        done_codes.extend(codes.tolist())
         done_rows.extend((start + rows).tolist())
+    sm.batch.add_leader_and_isr_segments(adds, False)   # each partition's state as the context holds it now
+
+    if not failures and not write_errors and not retry and len(done_rows) == len(partitions):
+        # Every partition elected and written, in row order (the common case): the results as they stand.
+        results.update(zip(partitions, done_lai))
+        currents = list(map(current.__getitem__, partitions))
+        if log_info:
+            for tp, lai in zip(partitions, done_lai):
+                sm._log.info(f"Changed partition {TopicPartition(*tp)} from {PARTITION_BY_BYTE[current[tp]]} to "
+                             f"OnlinePartition with state {lai.kafka_str()}", epoch=epoch)
+        _emit_online(sm, partitions, currents, done_codes, done_lai)
+        ctx.put_partition_states(partitions, ONLINE_PARTITION)
+        return True
 
     # Kafka's order of the first round's results: failed reads, failed elections, then the writes in order.
     outcome: dict = {}
@@ -166,13 +180,20 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
         if log_info:
             sm._log.info(f"Changed partition {TopicPartition(*tp)} from {PARTITION_BY_BYTE[current[tp]]} to "
                          f"OnlinePartition with state {lai.kafka_str()}", epoch=epoch)
+    _emit_online(sm, online, currents, codes, [results[tp] for tp in online])
+    ctx.put_partition_states(online, ONLINE_PARTITION)
+    return True
+
+
+def _emit_online(sm, online: list, currents: list, codes: list, lais: list) -> None:
+    """The PartitionTransition records of elected partitions (to OnlinePartition), as one columnar batch when
+    there are enough of them."""
     if not emit_partition_transitions(sm, online, currents, ONLINE_PARTITION, np.asarray(codes, dtype=np.uint8)):
+        ctx = sm.context
         sm.journal.emit_rows(PartitionTransition, [
             (tp[0], tp[1], cur, ONLINE_PARTITION, ctx.partition_replica_assignment(tp), lai.leader, lai.leader_epoch,
              lai.isr, lai.partition_epoch, lai.recovery_state, code)
-            for tp, cur, code, lai in zip(online, currents, codes, (results[tp] for tp in online))])
-    ctx.put_partition_states(online, ONLINE_PARTITION)
-    return True
+            for tp, cur, code, lai in zip(online, currents, codes, lais)])
 
 
 COLUMN_MIN = 64  # partitions from which transition records are emitted as one columnar batch
@@ -247,7 +268,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
     from statemachines.states import NEW_PARTITION
     from events.records import RECOVERED
     ctx = sm.context
-    if len(partitions) < COLUMN_MIN or ctx.has_offline_dirs() or not hasattr(sm.batch, "add_leader_and_isr_columns"):
+    if len(partitions) < COLUMN_MIN or ctx.has_offline_dirs() or not hasattr(sm.batch, "add_leader_and_isr_segments"):
         return None
     segments = ctx.topic_segments(partitions)
     if segments is None:
@@ -288,6 +309,7 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
                 done[(topic, p)] = sm._log_failed_state_change((topic, p), ctx.partition_state((topic, p)),
                                                                NEW_PARTITION, exc)
         return done
+    adds = []
     for (ts, parts, _, _), (rows, leader, isr), bad in zip(segments, chosen, failed):
         sel = parts[rows]
         ok = np.ones(len(sel), dtype=bool)
@@ -298,12 +320,13 @@ def init_leaders_batch(sm, partitions: list[tuple]) -> dict | None:
             n = len(okp)
             ctx.put_leadership_arrays(ts, okp, leader[ok], np.zeros(n, dtype=np.int32), ctx.codes_of_rows(isr[ok]),
                                       0, np.zeros(n, dtype=np.int32), epoch)
-            sm.batch.add_leader_and_isr_columns(ts, okp, isr[ok], True)
+            adds.append((ts, okp, isr[ok]))
         isr_t = ctx.tuples_of_rows(isr)
         name = ts.name
         for i, (p, ld) in enumerate(zip(sel.tolist(), leader.tolist())):
             done[(name, p)] = new(LeaderAndIsr, (ld, 0, isr_t[i], RECOVERED, 0)) if i not in bad else \
                 sm._log_failed_state_change((name, p), NEW_PARTITION, ONLINE_PARTITION, bad[i])
+    sm.batch.add_leader_and_isr_segments(adds, True)
     return done
 
 

@@ -53,7 +53,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     to OfflineReplica; False (nothing done) when the per-partition path must do it."""
     ctx, store = sm.context, sm.store
     if (len(replicas) < pb.BATCH_MIN or not hasattr(store, "write_leader_and_isr_columns")
-            or not hasattr(sm.batch, "add_leader_and_isr_columns")):
+            or not hasattr(sm.batch, "add_leader_and_isr_segments")):
         return False
     if segments is None:
         segments = ctx.topic_segments(replicas)
@@ -153,6 +153,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
 
     log_info = sm.trace_transitions and sm._log.is_enabled_for(logging.INFO)
     matrix = ctx.pool.matrix()
+    adds = []
     for ts, parts, start, rows in updated_rows:
         if not len(rows):
             continue
@@ -160,7 +161,8 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
         if log_info:
             _log_isr_removals(sm, ts, sel, replica_id)
         recipients = matrix[ctx.assignment_codes(ts, sel)]
-        batch.add_leader_and_isr_columns(ts, sel, np.where(recipients == replica_id, -1, recipients), False)
+        adds.append((ts, sel, np.where(recipients == replica_id, -1, recipients)))
+    batch.add_leader_and_isr_segments(adds, False)
     for tp, info in later.items():
         if log_info:
             sm._log.info(f"Partition {TopicPartition(*tp)} state changed to {info.kafka_str()} after removing replica "
