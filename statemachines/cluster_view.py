@@ -237,6 +237,23 @@ def _in_order(ids: np.ndarray, seq: np.ndarray) -> np.ndarray:
     return ids
 
 
+def _holds(flags: np.ndarray, p) -> bool:
+    """Does the boolean column ``flags`` mark row ``p`` (any object: a non-int is not a row)?"""
+    try:
+        p = operator.index(p)
+    except TypeError:
+        return False
+    return 0 <= p < len(flags) and bool(flags[p])
+
+
+def _held(flags: np.ndarray, ps: np.ndarray) -> np.ndarray:
+    """``_holds`` of each of the row numbers ``ps`` (any ints)."""
+    ok = (ps >= 0) & (ps < len(flags))
+    out = np.zeros(len(ps), dtype=bool)
+    out[ok] = flags[ps[ok]]
+    return out
+
+
 class _Partitions:
     """The partitions of one topic as columns indexed by partition number.
 
@@ -271,18 +288,11 @@ class _Partitions:
         self.isr = _resized(self.isr, n, -1)
 
     def has(self, p) -> bool:
-        try:
-            p = operator.index(p)
-        except TypeError:
-            return False
-        return 0 <= p < len(self.present) and bool(self.present[p])
+        return _holds(self.present, p)
 
     def mask(self, ps: np.ndarray) -> np.ndarray:
         """Which of the partition numbers ``ps`` (any ints) hold a partition."""
-        ok = (ps >= 0) & (ps < len(self.present))
-        out = np.zeros(len(ps), dtype=bool)
-        out[ok] = self.present[ps[ok]]
-        return out
+        return _held(self.present, ps)
 
     def order(self) -> np.ndarray:
         """The partition numbers present, in the order they were added."""
@@ -459,17 +469,10 @@ class _ReplicaStates:
             self.ids, self.states = _widened(self.ids, w), _widened(self.states, w, 0)
 
     def has_partition(self, p) -> bool:
-        try:
-            p = operator.index(p)
-        except TypeError:
-            return False
-        return 0 <= p < len(self.has) and bool(self.has[p])
+        return _holds(self.has, p)
 
     def mask(self, ps: np.ndarray) -> np.ndarray:
-        ok = (ps >= 0) & (ps < len(self.has))
-        out = np.zeros(len(ps), dtype=bool)
-        out[ok] = self.has[ps[ok]]
-        return out
+        return _held(self.has, ps)
 
     def order(self) -> np.ndarray:
         return _in_order(np.flatnonzero(self.has), self.seq)
@@ -660,11 +663,7 @@ class _Assignment:
         self.replicas = _resized(self.replicas, n, -1)
 
     def has(self, p) -> bool:
-        try:
-            p = operator.index(p)
-        except TypeError:
-            return False
-        return 0 <= p < len(self.present) and bool(self.present[p])
+        return _holds(self.present, p)
 
     def order(self) -> np.ndarray:
         return _in_order(np.flatnonzero(self.present), self.seq)

@@ -41,21 +41,12 @@ _new = tuple.__new__
 def state_key(path: str) -> tuple[str, int] | None:
     """(topic, partition) of a ``/brokers/topics/<t>/partitions/<p>/state`` path whose ``<p>`` is a partition
     id as Kafka writes it (decimal, no sign, no leading zero, an int32); None for any other path."""
-    if not (path.endswith("/state") and path.startswith(TOPICS_PREFIX)):
-        return None
-    parts = path.split("/")
-    if len(parts) != 7 or parts[4] != "partitions" or not parts[3]:
-        return None
-    s = parts[5]
-    if not (s.isascii() and s.isdigit() and len(s) <= 10 and (s[0] != "0" or s == "0")):
-        return None
-    p = int(s)
-    return (parts[3], p) if p <= _INT32_MAX else None
+    return parent_key(path[:-6]) if path.endswith("/state") else None
 
 
 def parent_key(path: str) -> tuple[str, int] | None:
     """(topic, partition) of a ``/brokers/topics/<t>/partitions/<p>`` path whose ``<p>`` is a partition id as
-    Kafka writes it (see ``state_key``); None for any other path."""
+    Kafka writes it (decimal, no sign, no leading zero, an int32); None for any other path."""
     if not path.startswith(TOPICS_PREFIX):
         return None
     parts = path.split("/")
