@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 
 from operator import itemgetter
 
+import msgpack
 import numpy as np
 
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
@@ -1102,6 +1103,51 @@ class ControllerContext:
     # --- configs ------------------------------------------------------------------------------
     def topic_config(self, topic: str, name: str, default: str | None = None) -> str | None:
         return self.topic_configs.get(topic, {}).get(name, default)
+
+    # --- digests ------------------------------------------------------------------------------
+    def digest_into(self, h) -> None:
+        """Feed the hash ``h`` (hashlib) with the context's cluster state: per topic (by name) and partition,
+        its partition state, full replica assignment, leadership info (if cached) and the states of its
+        assigned replicas in assignment order, as column buffers; then the brokers shutting down, the
+        reassignments and the deletion queues. The same bytes for the same contents however they are held
+        (pool codes are resolved, padding is canonical), so a context restored from a snapshot digests as
+        the one that wrote it."""
+        pool = self.pool.matrix()
+        lengths = self.pool.lengths()
+        i32 = np.dtype("<i4")
+
+        def tuples(codes: np.ndarray) -> np.ndarray:
+            width = int(lengths[codes].max()) if len(codes) else 0
+            return np.ascontiguousarray(pool[codes, :width], dtype=i32)
+
+        for name in sorted(self.topics):
+            ts = self.topics[name]
+            n = len(ts)
+            h.update(msgpack.packb(["topic", name, n, sorted(ts.adding.items()), sorted(ts.removing.items())]))
+            if not n:
+                continue
+            epoch = view_i32(ts.leader_epoch)
+            has = epoch != NO_EPOCH
+            rs = tuples(view_i32(ts.rcode))
+            rids = tuples(view_i32(ts.ridcode))
+            rstates = np.frombuffer(ts.rstates, dtype=np.uint8).reshape(n, ts.rwidth)[:, :rids.shape[1]]
+            states = np.full(rs.shape, ABSENT, dtype=np.uint8)
+            for j in range(rs.shape[1]):
+                replica = rs[:, j:j + 1]
+                match = (rids == replica) & (replica >= 0)
+                found = match.any(axis=1)
+                states[found, j] = rstates[found, match[found].argmax(axis=1)]
+            isr = tuples(np.where(has, view_i32(ts.icode), EMPTY_CODE))
+            h.update(msgpack.packb([rs.shape[1], isr.shape[1]]))
+            for col in (bytes(ts.pstate), rs, np.where(has, view_i32(ts.leader), 0).astype(i32), epoch.astype(i32),
+                        isr, np.where(has, view_i32(ts.partition_epoch), 0).astype(i32),
+                        np.where(has, view_i32(ts.state_controller_epoch), 0).astype(i32),
+                        np.where(has, view_u8(ts.recovery), 0).astype(np.uint8), states):
+                h.update(col if type(col) is bytes else col.tobytes())
+        h.update(msgpack.packb(["context", sorted(self.shutting_down_broker_ids),
+                                sorted(self.partitions_being_reassigned), sorted(self.topics_to_be_deleted),
+                                sorted(self.topics_with_deletion_started),
+                                sorted(self.topics_ineligible_for_deletion)]))
 
     # --- snapshots ------------------------------------------------------------------------------
     STATE_FORMAT = 2

@@ -499,3 +499,45 @@ def load_table(topic: str, rows: list[tuple], parents: list[tuple] = ()) -> tupl
         table.ppzxid[ps] = [r[4] for r in taken_parents]
         table.pchild[ps] = [r[5] for r in taken_parents]
     return table, taken, taken_parents
+
+
+def table_content(table: StateTable | None, rows=(), parents=()) -> tuple[np.ndarray, ...]:
+    """What a topic's /state znodes and partition parents hold, in one canonical form whatever holds them
+    (for digests): the table's rows and parent rows with ``rows`` ((partition, ``parse_state`` fields) of
+    /state znodes held as node tuples) and ``parents`` (partition ids of data-less parents held as node
+    tuples) merged in, by partition: partition ids (int32), controller epoch, leader, leader epoch (int32),
+    recovery state, ISR length (uint8), the ISRs as a -1 padded int32 matrix as wide as the longest, and the
+    parents' partition ids (int32); all little-endian."""
+    if table is not None:
+        table.flush()
+        idx = np.flatnonzero(table.present)
+        ps = [idx]
+        ce, leader, le, rec = [table.ce[idx]], [table.leader[idx]], [table.leader_epoch[idx]], [table.recovery[idx]]
+        isr_len = [table.isr_len[idx]]
+        isr = [table.isr[idx]]
+        parent_ps = [np.flatnonzero(table.parent)]
+    else:
+        ps, ce, leader, le, rec, isr_len, isr, parent_ps = [], [], [], [], [], [], [], []
+    if rows:
+        ps.append(np.array([r[0] for r in rows], dtype=np.int64))
+        ce.append(np.array([r[1][0] for r in rows], dtype=np.int32))
+        leader.append(np.array([r[1][1] for r in rows], dtype=np.int32))
+        le.append(np.array([r[1][2] for r in rows], dtype=np.int32))
+        rec.append(np.array([r[1][3] for r in rows], dtype=np.uint8))
+        m, n = isr_matrix([r[1][4] for r in rows])
+        isr.append(m)
+        isr_len.append(n)
+    parent_ps.append(np.array(parents, dtype=np.int64))
+    width = max((int(n.max()) for n in isr_len if len(n)), default=0)
+    isr = [np.pad(m[:, :width], ((0, 0), (0, max(0, width - m.shape[1]))), constant_values=-1) for m in isr]
+    if not ps:
+        empty = np.zeros(0, dtype=np.int32)
+        return (empty, empty, empty, empty, np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint8),
+                np.zeros((0, width), dtype="<i4"), np.sort(np.concatenate(parent_ps)).astype("<i4"))
+    order = np.argsort(np.concatenate(ps), kind="stable")
+    def col(parts, dtype):
+        return np.ascontiguousarray(np.concatenate(parts)[order], dtype=dtype)
+    lens, matrix = col(isr_len, np.uint8), col(isr, "<i4")
+    matrix[np.arange(width)[None, :] >= lens[:, None]] = -1
+    return (col(ps, "<i4"), col(ce, "<i4"), col(leader, "<i4"), col(le, "<i4"), col(rec, np.uint8), lens, matrix,
+            np.sort(np.concatenate(parent_ps)).astype("<i4"))

@@ -71,13 +71,15 @@ from enum import StrEnum
 from operator import itemgetter
 from typing import NamedTuple
 
+import msgpack
 import numpy as np
 import structlog
 
 from controller.store.state_table import (
     CODES, MIN_ROWS, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NOCHILDRENFOREPHEMERALS, R_NODEEXISTS, R_NONODE,
     R_NOT_SENT, R_OK, TOPICS_PREFIX, StateRows, StateTable, StateWriteOutcome, encode_state, isr_matrix, load_table,
-    parent_fits, parent_key, parse_body, partitions_topic, plain_topic, state_key, state_path, topic_of,
+    parent_fits, parent_key, parse_body, parse_state, partitions_topic, plain_topic, state_key, state_path, table_content,
+    topic_of,
 )
 from statemachines.errors import StoreError
 
@@ -1724,6 +1726,38 @@ class ZooKeeper:
             else:
                 lines.append(path)
         return "\n".join(lines) + "\n"
+
+    def digest_into(self, h) -> None:
+        """Feed the hash ``h`` (hashlib) with what ``dump`` lists — every znode's path and data — the same
+        however each znode is held: the /state bodies that ``parse_state`` reads and the data-less partition
+        parents go in as columns per topic (a table's rows and such znodes held as node tuples alike), every
+        other znode as its path and data; no text per partition."""
+        text = []
+        states: dict[str, list] = {}
+        parents: dict[str, list] = {}
+        for path, node in dict.items(self._nodes):
+            data = node[_DATA]
+            key = state_key(path)
+            if key is not None:
+                fields = parse_state(data)
+                if fields is not None:
+                    states.setdefault(key[0], []).append((key[1], fields))
+                    continue
+            elif not data:
+                key = parent_key(path)
+                if key is not None:
+                    parents.setdefault(key[0], []).append(key[1])
+                    continue
+            text.append((path, data or b""))
+        text.sort()
+        h.update(msgpack.packb(["znodes", text]))
+        for topic in sorted(self._tables.keys() | states.keys() | parents.keys()):
+            table = self._tables.get(topic)
+            cols = table_content(table, states.get(topic, ()), parents.get(topic, ()))
+            ps, ce, leader, leader_epoch, recovery, isr_len, isr, parent_ps = cols
+            h.update(msgpack.packb(["topic", topic, len(ps), isr.shape[1], len(parent_ps)]))
+            for col in cols:
+                h.update(col.tobytes())
 
     def to_dict(self, per_znode: bool = False) -> dict:
         """A snapshot in canonical order: the server's tick time and session timeout bounds, every node
