@@ -631,7 +631,7 @@ class KafkaController(PartitionReassignmentMixin):
         new_set = set(new_brokers)
         existing = ctx.live_or_shutting_down_broker_ids - new_set
         self._send_update_metadata_request(existing, ())
-        self._send_update_metadata_request(new_set, ctx.partitions_with_leaders())
+        self._send_update_metadata_for_all_partitions(new_set)
         replicas = ctx.replicas_on_brokers(new_set)
         self.replica_state_machine.handle_state_changes(replicas, ONLINE_REPLICA)
         self.partition_state_machine.trigger_online_partition_state_change()
@@ -1184,6 +1184,21 @@ class KafkaController(PartitionReassignmentMixin):
         batch.new_batch()
         batch.add_update_metadata_request_for_brokers(sorted(brokers), partitions)
         batch.send_requests_to_brokers(self.context.epoch)
+
+    def _send_update_metadata_for_all_partitions(self, brokers: Iterable[int]) -> None:
+        """``_send_update_metadata_request(brokers, context.partitions_with_leaders())``; on the batch path every
+        topic's partitions are added as columns (topics in context order, partitions ascending, those without
+        leadership info and the topics queued for deletion left out, as ``partitions_with_leaders`` does)."""
+        ctx = self.context
+        batch = self.request_batch
+        if not self.partition_state_machine.batch_path or not hasattr(batch, "add_update_metadata_segments"):
+            self._send_update_metadata_request(brokers, ctx.partitions_with_leaders())
+            return
+        selections = [(ts, np.arange(len(ts))) for t, ts in ctx.topics.items()
+                      if t not in ctx.topics_to_be_deleted and len(ts)]
+        batch.new_batch()
+        batch.add_update_metadata_segments(sorted(brokers), selections)
+        batch.send_requests_to_brokers(ctx.epoch)
 
     # --- metrics ------------------------------------------------------------------------------------------
     def metrics(self) -> dict[str, int]:

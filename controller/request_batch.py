@@ -285,6 +285,23 @@ class ControllerBrokerRequestBatch:
         for tp in partitions:
             self._add_update_metadata_partition(tp)
 
+    def add_update_metadata_segments(self, broker_ids: Iterable[int], selections: list) -> None:
+        """``add_update_metadata_request_for_brokers(broker_ids, partitions)`` with ``partitions`` given as
+        ``selections`` = [(topic columns, partition indexes)], in order: the partitions' states read from the
+        context as arrays (one append), those without leadership info skipped as the per-partition method skips
+        them. With replicas on offline log directories (a per-partition question), one partition at a time."""
+        self.update_metadata_brokers.update(b for b in broker_ids if b >= 0)
+        if self.context.has_offline_dirs():
+            add = self._add_update_metadata_partition
+            for ts, parts in selections:
+                name = ts.name
+                for p in parts.tolist():
+                    add((name, p))
+            return
+        um = [c for c in (self._um_columns(ts, parts) for ts, parts in selections if len(parts)) if c is not None]
+        if um:
+            self._um.add_columns(_concat(um))
+
     def _add_update_metadata_partition(self, tp: tuple) -> None:
         ctx = self.context
         fields = ctx.leadership_fields(tp)
