@@ -7,6 +7,7 @@ fsync policy.
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import time
@@ -25,11 +26,16 @@ from events.segment import (
 
 __all__ = [
     "Batch", "FsyncPolicy", "LogCorruptError", "LogError", "LogNotFoundError", "LogReader",
-    "LogRecordError", "LogWriter", "Recovery", "Segment", "TornTail", "read_log",
+    "LogRecordError", "LogWriteError", "LogWriter", "Recovery", "Segment", "TornTail", "read_log",
 ]
 
 _offset_of = itemgetter(2)
 _MAX_OFFSET = 2**64 - 1
+
+
+class LogWriteError(LogError, OSError):
+    """Writing the log failed (disk full, I/O error, no permission): the OS's reason, with the file.
+    Also an OSError, as the failure it reports."""
 
 
 class Segment(NamedTuple):
@@ -451,13 +457,29 @@ class LogWriter:
         directory = self.directory
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise LogError(f"event log directory {directory} is not a directory")
-        created = not os.path.exists(directory)
-        os.makedirs(directory, exist_ok=True)
-        self._dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise LogError(f"event log {directory} is already open for writing") from None
+        for _ in range(5):
+            created = not os.path.exists(directory)
+            try:
+                os.makedirs(directory, exist_ok=True)
+                self._dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except OSError as e:
+                raise LogWriteError(f"cannot open event log directory {directory}: {e.strerror}") from None
+            try:
+                fcntl.flock(self._dir_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise LogError(f"event log {directory} is already open for writing") from None
+            # The directory may have been replaced (kcontroller new-cluster --overwrite renames a new
+            # log into place under this lock) between open and flock: then lock the one there now.
+            try:
+                st, held = os.stat(directory), os.fstat(self._dir_fd)
+            except FileNotFoundError:
+                st = held = None
+            if st is not None and (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino):
+                break
+            os.close(self._dir_fd)
+            self._dir_fd = None
+        else:
+            raise LogError(f"event log {directory} kept being replaced while it was opened for writing")
         if created and self._syncing:
             _fsync_path(os.path.dirname(os.path.abspath(directory)))
         reader = LogReader(directory)
@@ -469,11 +491,14 @@ class LogWriter:
         end_offset = reader.verify()
         torn = reader.torn_tail
         path, base = segments[-1]
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
-        self._segment_path = path
-        if torn is not None:
-            self._repair(torn, base)
-        self._position = os.fstat(self._fd).st_size
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+            self._segment_path = path
+            if torn is not None:
+                self._repair(torn, base)
+            self._position = os.fstat(self._fd).st_size
+        except OSError as e:
+            raise LogWriteError(f"cannot open event log segment {path} for writing: {e.strerror}") from None
         self._written_end = self._next = end_offset
         if self._interval_s is not None:
             self._last_sync = self._clock()
@@ -490,13 +515,23 @@ class LogWriter:
 
     def _create_segment(self, base_offset: int) -> None:
         path = os.path.join(self.directory, segment_name(base_offset))
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        self._fd, self._segment_path, self._position = fd, path, 0
-        _write_all(fd, encode_segment_header(base_offset))
-        self._position = SEGMENT_HEADER_SIZE
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        except OSError as e:
+            raise LogWriteError(f"cannot create event log segment {path}: {e.strerror}") from None
+        try:
+            _write_all(fd, encode_segment_header(base_offset))
+            if self._syncing:
+                os.fsync(fd)
+                os.fsync(self._dir_fd)
+        except OSError as e:
+            # No segment without a header: remove it (a reader would find it torn).
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise LogWriteError(f"cannot write event log segment {path}: {e.strerror}") from None
+        self._fd, self._segment_path, self._position = fd, path, SEGMENT_HEADER_SIZE
         if self._syncing:
-            os.fsync(fd)
-            os.fsync(self._dir_fd)
             self._mark_synced()
         else:
             self._dirty = True
@@ -505,7 +540,7 @@ class LogWriter:
     def _roll(self) -> None:
         if self._dirty:
             if self._syncing:
-                os.fsync(self._fd)
+                self._fsync()
             else:
                 self._unsynced_segments.append(self._segment_path)
         os.close(self._fd)
@@ -544,10 +579,15 @@ class LogWriter:
                 size = len(data)
             if self._position > SEGMENT_HEADER_SIZE and self._position + size > self._segment_bytes:
                 self._roll()
-            if columnar:
-                _write_pieces(self._fd, pieces, size)
-            else:
-                _write_all(self._fd, data)
+            try:
+                if columnar:
+                    _write_pieces(self._fd, pieces, size)
+                else:
+                    _write_all(self._fd, data)
+            except OSError as e:
+                # A partial batch stays as a torn tail: readers end before it, reopening cuts it.
+                raise LogWriteError(f"cannot write event log segment {self._segment_path}: {e.strerror}; "
+                                    f"the log ends at offset {self._written_end}") from None
             self._position += size
             self._written_end += n
             self._dirty = True
@@ -561,10 +601,12 @@ class LogWriter:
     def _fsync(self) -> None:
         try:
             os.fsync(self._fd)
-        except BaseException:
+        except BaseException as exc:
             # After a failed fsync the page cache can no longer be trusted (it may have dropped
             # the dirty pages): stop writing rather than pretend later fsyncs cover them.
             self._usable = False
+            if isinstance(exc, OSError):
+                raise LogWriteError(f"cannot fsync event log segment {self._segment_path}: {exc.strerror}") from None
             raise
         self._mark_synced()
 

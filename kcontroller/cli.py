@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 
 from controller.embedding.cluster import ClusterError
 from controller.embedding.demo import DemoSpec, run_demo
 from controller.embedding.replay import replay_log
-from events.log import FsyncPolicy, LogError, LogReader, LogWriter
+from events.log import LogError, LogReader
 from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sweep, cli_whatif
+from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
@@ -95,16 +94,10 @@ def _print_log(log_dir: str, start_offset: int, level: str, layout: str) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if os.path.isdir(args.log_dir) and os.listdir(args.log_dir):
-        if not args.overwrite:
-            print(f"kcontroller: error: {args.log_dir} is not empty; pass --overwrite to replace it",
-                  file=sys.stderr)
-            return EXIT_ERROR
-        shutil.rmtree(args.log_dir)
     configs = {"unclean.leader.election.enable": "true"} if args.unclean_leader_election_enable else {}
     spec = DemoSpec(brokers=args.brokers, rf1_partitions=args.partitions, rf3_partitions=args.partitions,
                     victim=args.victim, seed=args.seed, configs=configs)
-    with LogWriter(args.log_dir, fsync=FsyncPolicy.per_batch()) as writer:
+    with new_event_log(args.log_dir, overwrite=args.overwrite) as writer:
         cluster, phases = run_demo(spec, writer.append)
     # Read the log back: everything printed below comes from the records.
     formatter = KafkaLogFormatter(min_level=args.level, layout=args.layout)
@@ -175,6 +168,19 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _error_line(exc: BaseException) -> str:
+    """One line: Kafka's exception name first for the errors Kafka's tools report by name."""
+    kafka_name = getattr(exc, "kafka_name", None) or _KAFKA_NAMES.get(type(exc).__name__)
+    text = " ".join(str(exc).split("\n"))
+    if kafka_name and not text.startswith("org.apache.kafka"):
+        return f"{kafka_name}: {text}"
+    return text
+
+
+_KAFKA_NAMES = {"InvalidReplicationFactorError": "org.apache.kafka.common.errors.InvalidReplicationFactorException",
+                "ConfigError": "org.apache.kafka.common.config.ConfigException"}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     quiet = ("demo", "replay", "simulate", "sweep", *cli_cluster.COMMANDS)  # their output, and the log, already show the controller's errors
@@ -189,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:
-        print(f"kcontroller: error: {exc}", file=sys.stderr)
+        print(f"kcontroller: error: {_error_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     except (BrokenPipeError, KeyboardInterrupt):
         return EXIT_ERROR

@@ -11,15 +11,33 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import sys
 
-from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json
+from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json, read_admin_file
+from controller.assignment import InvalidReplicationFactorError
+from controller.config import ConfigError
 from controller.embedding.cluster import Cluster, ClusterError
 from controller.embedding.replay import ResumeError, resume_log
+from controller.store.kafka_zk_client import AdminError
 from events.log import FsyncPolicy, LogWriter
+from kcontroller.files import new_event_log
 from statemachines.leader_and_isr import TopicPartition
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+
+# Sizes a user can give (docs/operations.md#limits).
+MAX_BROKERS = 10_000
+MAX_BROKER_ID = 2**31 - 1
+MAX_PARTITIONS = 1_000_000      # per topic
+MAX_REPLICATION_FACTOR = 32_767  # Kafka's replication factor is a Java short
+MAX_ADVANCE_MS = 7 * 24 * 3600 * 1000
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _check_range(value: int | None, what: str, low: int, high: int) -> None:
+    if value is not None and not low <= value <= high:
+        raise ClusterError(f"{what} must be in {low}..{high}, got {value}")
 
 
 def _tps(partitions) -> str:
@@ -36,13 +54,37 @@ def _config_pairs(values: list[str] | None, what: str) -> dict[str, str]:
     return out
 
 
+class _Pending:
+    """The records a command produces, held until it has completed: a command refused half-way (an
+    exception) appends nothing, so the log stays byte-identical."""
+
+    def __init__(self):
+        self.elements: list = []
+
+    def __call__(self, record) -> None:
+        self.elements.append(record)
+
+    def append_columns(self, batch) -> None:
+        self.elements.append(batch)
+
+    def write_to(self, writer: LogWriter) -> None:
+        for e in self.elements:
+            if isinstance(e, tuple):
+                writer.append(e)
+            else:
+                writer.append_columns(e)
+
+
 @contextlib.contextmanager
 def continued_cluster(log_dir: str):
-    """The cluster of ``log_dir``, writing its new records to the end of that log."""
+    """The cluster of ``log_dir`` (its writer lock held), whose new records are appended to that log
+    when the block completes, and dropped if it raises."""
     if not os.path.isdir(log_dir) or not os.listdir(log_dir):
         raise ClusterError(f"{log_dir} holds no event log; start one with kcontroller new-cluster")
     with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
-        yield resume_log(log_dir, writer.append)
+        pending = _Pending()
+        yield resume_log(log_dir, pending)
+        pending.write_to(writer)
 
 
 def add_parsers(sub) -> None:
@@ -99,19 +141,18 @@ def add_parsers(sub) -> None:
 
 
 def cmd_new_cluster(args: argparse.Namespace) -> int:
-    if os.path.isdir(args.log_dir) and os.listdir(args.log_dir):
-        if not args.overwrite:
-            raise ClusterError(f"{args.log_dir} is not empty; pass --overwrite to replace it")
-        import shutil
-        shutil.rmtree(args.log_dir)
+    _check_range(args.brokers, "--brokers", 1, MAX_BROKERS)
     topics = []
     for spec in args.topic or ():
         parts = spec.split(":")
         if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
             raise ClusterError(f"--topic must look like NAME:PARTITIONS:RF, got {spec!r}")
-        topics.append((parts[0], int(parts[1]), int(parts[2])))
-    with LogWriter(args.log_dir, fsync=FsyncPolicy.per_batch()) as writer:
-        cluster = Cluster(configs=_config_pairs(args.config, "--config"), seed=args.seed, sink=writer.append)
+        name, partitions, rf = parts[0], int(parts[1]), int(parts[2])
+        _check_topic_sizes(partitions, rf)
+        topics.append((name, partitions, rf))
+    configs = _config_pairs(args.config, "--config")
+    with new_event_log(args.log_dir, overwrite=args.overwrite) as writer:
+        cluster = Cluster(configs=configs, seed=args.seed, sink=writer.append)
         cluster.start_brokers(range(args.brokers))
         for name, partitions, rf in topics:
             cluster.create_topic(name, partitions, rf)
@@ -121,15 +162,34 @@ def cmd_new_cluster(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _check_topic_sizes(partitions: int | None, rf: int | None) -> None:
+    """The upper limits; Kafka's own errors (InvalidPartitionsException, ...) cover values below 1."""
+    if partitions is not None and partitions > MAX_PARTITIONS:
+        raise ClusterError(f"partitions must be at most {MAX_PARTITIONS}, got {partitions}")
+    if rf is not None and rf > MAX_REPLICATION_FACTOR:
+        raise ClusterError(f"replication factor must be at most {MAX_REPLICATION_FACTOR}, got {rf}")
+
+
 def _run(args: argparse.Namespace, action) -> int:
-    with continued_cluster(args.log_dir) as cluster:
-        status = action(cluster)
-        cluster.checkpoint()
-        print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
+    if getattr(args, "broker_id", None) is not None:
+        _check_range(args.broker_id, "--broker-id", 0, MAX_BROKER_ID)
+    try:
+        with continued_cluster(args.log_dir) as cluster:
+            if args.at is not None:
+                _check_range(args.at, "--at", cluster.now, cluster.now + MAX_ADVANCE_MS)
+            status = action(cluster)
+            cluster.checkpoint()
+    except _Refused as refused:
+        for line in refused.lines:
+            print(line, file=sys.stderr)
+        return EXIT_FAILED
+    print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
     return status
 
 
 def cmd_create_topic(args: argparse.Namespace) -> int:
+    _check_topic_sizes(args.partitions, args.replication_factor)
+
     def act(cluster: Cluster) -> int:
         cluster.create_topic(args.topic, args.partitions, args.replication_factor,
                              configs=_config_pairs(args.config, "--config"), at=args.at)
@@ -150,15 +210,13 @@ def cmd_delete_topic(args: argparse.Namespace) -> int:
 
 def cmd_reassign(args: argparse.Namespace) -> int:
     path = args.reassignment_json_file
-    try:
-        with open(path, encoding="utf-8") as f:
-            reassignment = parse_reassignment_json(f.read(), path)
-    except OSError as e:
-        raise ClusterError(f"cannot read {path}: {e.strerror}") from None
+    reassignment = parse_reassignment_json(read_admin_file(path), path)
     if args.cancel:
         reassignment = {tp: None for tp in reassignment}
 
     def act(cluster: Cluster) -> int:
+        if not args.cancel and args.via == "api":
+            _verify_reassignment(cluster, reassignment)
         response = cluster.reassign_partitions(reassignment, via=args.via, at=args.at)
         if args.via == "zk":
             print(f"Successfully started partition reassignment for {_tps(sorted(reassignment))}")
@@ -181,17 +239,39 @@ def cmd_reassign(args: argparse.Namespace) -> int:
     return _run(args, act)
 
 
+class _Refused(Exception):
+    """The tool refuses the command after reading the cluster, before sending anything: ``lines`` go to
+    stderr and the command exits 1, as Kafka's tools do; nothing is appended to the log."""
+
+    def __init__(self, *lines: str):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _verify_reassignment(cluster: Cluster, reassignment: dict) -> None:
+    """kafka-reassign-partitions.sh's checks before it sends anything: every broker id is a broker of the
+    cluster (verifyBrokerIds: the brokers DescribeCluster lists), and every partition exists
+    (getReplicaAssignmentForPartitions). Raises _Refused."""
+    live = {b for b, server in cluster.brokers.items() if server.alive}
+    unknown = sorted({b for replicas in reassignment.values() if replicas for b in replicas} - live)
+    if unknown:
+        raise _Refused(f"Error: Unknown broker id {unknown[0]}")
+    topics = {t for t, _ in reassignment if _TOPIC_NAME.fullmatch(t)}  # no other name can exist
+    existing = cluster.admin.get_full_replica_assignment_for_topics(sorted(topics))
+    missing = sorted(tp for tp in reassignment if tp not in existing)
+    if missing:
+        raise _Refused("Error reassigning partition(s):",
+                       *(f"{TopicPartition(*tp)}: UNKNOWN_TOPIC_OR_PARTITION" for tp in missing))
+
+
 def cmd_elect_leaders(args: argparse.Namespace) -> int:
     partitions = None
     if args.path_to_json_file:
-        try:
-            with open(args.path_to_json_file, encoding="utf-8") as f:
-                partitions = parse_election_json(f.read(), args.path_to_json_file)
-        except OSError as e:
-            raise ClusterError(f"cannot read {args.path_to_json_file}: {e.strerror}") from None
+        partitions = parse_election_json(read_admin_file(args.path_to_json_file), args.path_to_json_file)
     elif args.topic:
         if args.partition is None:
             raise ClusterError("--topic needs --partition")
+        _check_range(args.partition, "--partition", 0, 2**31 - 1)
         partitions = [(args.topic, args.partition)]
     kind = args.election_type.upper()
 
@@ -234,6 +314,8 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
+    _check_range(args.ms, "--ms", 0, MAX_ADVANCE_MS)
+
     def act(cluster: Cluster) -> int:
         cluster.advance_to((args.at if args.at is not None else cluster.now) + args.ms)
         print(f"time is now {cluster.now} ms")
@@ -255,4 +337,4 @@ COMMANDS = {
     "reassign": cmd_reassign, "elect-leaders": cmd_elect_leaders, "start-broker": cmd_broker,
     "kill-broker": cmd_broker, "shutdown-broker": cmd_broker, "advance": cmd_advance, "catch-up": cmd_catch_up,
 }
-ERRORS = (AdminFileError, ResumeError)
+ERRORS = (AdminFileError, ResumeError, AdminError, InvalidReplicationFactorError, ConfigError)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
 
-from events.log import FsyncPolicy, LogWriter
+from kcontroller.files import new_event_log
 from sim.metrics import format_summary
 from sim.scenario import Scenario, ScenarioError, load_scenario
 from sim.simulation import Simulation, SimulationError
@@ -62,11 +60,13 @@ class ProgressBar:
 
 
 def simulate_to_log(scenario: Scenario, log_dir: str, *, seed: int | None = None,
-                    progress: Callable[[int, int], object] | None = None) -> tuple[Simulation, dict]:
+                    progress: Callable[[int, int], object] | None = None,
+                    overwrite: bool = False) -> tuple[Simulation, dict]:
     """Run ``scenario`` with ``seed`` (default: the scenario's), writing its event log into ``log_dir``
-    (created if needed; it must hold no log yet): the run of ``kcontroller simulate``, also each run of a
-    sweep. Returns the finished simulation and its summary. Raises SimulationError."""
-    with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
+    (created if needed; it must hold no log yet unless ``overwrite``; the log appears there only once the
+    run has completed): the run of ``kcontroller simulate``, also each run of a sweep. Returns the finished
+    simulation and its summary. Raises SimulationError (LogError for the log directory)."""
+    with new_event_log(log_dir, overwrite=overwrite) as writer:
         sim = Simulation(scenario, seed=seed, sink=writer.append)
         sim.run(progress)
         summary = sim.finish()
@@ -79,15 +79,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except ScenarioError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    if os.path.isdir(args.log_dir) and os.listdir(args.log_dir):
-        if not args.overwrite:
-            print(f"kcontroller: error: {args.log_dir} is not empty; pass --overwrite to replace it", file=sys.stderr)
-            return EXIT_ERROR
-        shutil.rmtree(args.log_dir)
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     progress = ProgressBar(sys.stderr) if show else None
     try:
-        sim, summary = simulate_to_log(scenario, args.log_dir, seed=args.seed, progress=progress)
+        sim, summary = simulate_to_log(scenario, args.log_dir, seed=args.seed, progress=progress,
+                                       overwrite=args.overwrite)
     except SimulationError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

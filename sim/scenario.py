@@ -282,7 +282,7 @@ import yaml
 
 from controller.admin_files import AdminFileError, parse_reassignment_json
 from controller.embedding.cluster import READ_ONLY_BROKER_CONFIGS
-from controller.config import DEFAULTS, ConfigError, KafkaConfig
+from controller.config import DEFAULTS, ConfigError, KafkaConfig, check_config_name, check_config_value
 from controller.store.kafka_zk_client import InvalidTopicError, validate_topic_name
 from controller.store.zookeeper import negotiated_session_timeout
 
@@ -607,7 +607,7 @@ class _Parser:
     def config_name(self, node: yaml.Node, name: str, what: str) -> None:
         """A misspelt known config name is an error (KafkaConfig suggests the right one)."""
         try:
-            KafkaConfig({name: "0"})
+            check_config_name(name)
         except ConfigError as e:
             self.fail(node, f"{what}: {e}")
 
@@ -622,6 +622,10 @@ class _Parser:
             self.fail(vnode, f"{what}: expected true or false, got {self.shown(vnode)}")
         if kind == "int" and not re.fullmatch(r"\s*-?\d+\s*", value):
             self.fail(vnode, f"{what}: expected an integer, got {self.shown(vnode)}")
+        try:
+            check_config_value(name, value)
+        except ConfigError as e:
+            self.fail(vnode, f"{what}: {e}")
         return value
 
 

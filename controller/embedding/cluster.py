@@ -21,8 +21,8 @@ import msgpack
 import numpy as np
 import structlog
 
-from controller.assignment import assign_replicas_to_brokers
-from controller.config import KafkaConfig
+from controller.assignment import InvalidReplicationFactorError, assign_replicas_to_brokers
+from controller.config import KafkaConfig, check_config_name, check_config_value
 from controller.embedding.broker_columns import (
     BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s, isr_block,
 )
@@ -82,6 +82,10 @@ def _replica_matrix(assignment) -> np.ndarray | None:
 
 class ClusterError(RuntimeError):
     """An action the cluster cannot carry out (unknown broker, broker already running, ...)."""
+
+
+class InvalidPartitionsError(ClusterError):
+    kafka_name = "org.apache.kafka.common.errors.InvalidPartitionsException"
 
 
 class BrokerServer:
@@ -471,13 +475,21 @@ class Cluster:
                      at: int | None = None) -> None:
         """Create a topic as ``kafka-topics.sh --create`` does (an explicit assignment, or Kafka's placement)."""
         if assignment is None:
-            partitions = partitions or self.config.get_int("num.partitions")
-            rf = replication_factor or self.config.get_int("default.replication.factor")
+            # AdminUtils.assignReplicasToBrokers' checks; 0 is a value (refused), not "the default".
+            partitions = self.config.get_int("num.partitions") if partitions is None else partitions
+            rf = self.config.get_int("default.replication.factor") if replication_factor is None else replication_factor
+            if partitions <= 0:
+                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+            if rf <= 0:
+                raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
             live = sorted(b for b, s in self.brokers.items() if s.alive)
             assignment = assign_replicas_to_brokers(live, partitions, rf, rng=self._placement_rng(name, 0))
         assignment = tuple(tuple(r) for r in assignment)
         topic_configs = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
                                      for k, v in (configs or {}).items()))
+        for k, v in topic_configs:
+            check_config_name(k)
+            check_config_value(k, v)
         self._input(at, TopicCreated, name, assignment, topic_configs)
 
     def add_partitions(self, topic: str, count: int | None = None, *,
@@ -852,10 +864,14 @@ class Cluster:
         elif cls is LeaderElectionRequested and body[1] == "zk" and self.admin.path_exists(
                 "/admin/preferred_replica_election"):
             raise ClusterError("a preferred replica election is already in progress (/admin/preferred_replica_election)")
-        elif cls is ConfigChanged and body[0] == "broker" and body[2] in READ_ONLY_BROKER_CONFIGS:
-            raise ClusterError(f"Cannot update these configs dynamically: Set({body[2]})")
-        elif cls is ConfigChanged and body[0] == "topic" and not self.admin.topic_exists(body[1]):
-            raise ClusterError(f"topic {body[1]} does not exist")
+        elif cls is ConfigChanged:
+            if body[0] == "broker" and body[2] in READ_ONLY_BROKER_CONFIGS:
+                raise ClusterError(f"Cannot update these configs dynamically: Set({body[2]})")
+            if body[0] == "topic" and not self.admin.topic_exists(body[1]):
+                raise ClusterError(f"topic {body[1]} does not exist")
+            if body[3] is not None:
+                check_config_name(body[2])
+                check_config_value(body[2], body[3])
 
     def _running(self, broker_id: int) -> BrokerServer:
         server = self.brokers.get(broker_id)
