@@ -88,3 +88,59 @@ def test_bodies_the_columns_cannot_hold():
     assert decode_topic("t", data).assignment[("t", 0)].replicas == (3, -1)
     with pytest.raises(ValueError, match="integer matrix"):
         encode_topic_matrix(None, np.array([1.5]))
+
+
+def _parsed_columns(data: bytes):
+    """decode_topic_columns by the JSON parse alone (the array reader switched off)."""
+    _forget()
+    reader = zk_data._written_topic_columns
+    zk_data._written_topic_columns = lambda data: None
+    try:
+        return decode_topic_columns(data)
+    except ValueError as e:
+        return type(e)
+    finally:
+        zk_data._written_topic_columns = reader
+
+
+def _same_columns(a, b) -> bool:
+    if a is None or b is None or isinstance(a, type) or isinstance(b, type):
+        return a is b
+    return (a.topic_id == b.topic_id and all(x.shape == y.shape and (x == y).all()
+                                             for x, y in zip(a[1:], b[1:])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(1, 300), rf=st.integers(1, 4), top=st.sampled_from([9, 30, 2000, 0x7FFFFFFF]),
+       topic_id=st.sampled_from([None, "AAAAAAAAAAAAAAAAAAAAAQ", "x-_9"]), seed=st.integers(0, 1000),
+       edit=st.one_of(st.none(), st.tuples(st.integers(0, 10**6), st.sampled_from(
+           [b"", b" ", b"0", b"1", b"-", b",", b'"', b"]", b"[", b"true", b"1.5", b"{}", b"\xff"]))))
+def test_the_array_reader_reads_what_the_json_parse_reads_and_nothing_else(n, rf, top, topic_id, seed, edit):
+    """A body as encode_topic_matrix writes it is read as arrays, to the same columns as the JSON parse; a body
+    changed anywhere (a byte replaced or inserted) is read as the JSON parse reads it, or refused as it is."""
+    m = np.random.default_rng(seed).integers(0, top, size=(n, rf), endpoint=True).astype(np.int64)
+    data = encode_topic_matrix(topic_id, m)
+    if edit is None:
+        _forget()
+        cols = zk_data._written_topic_columns(data)
+        assert cols is not None and (cols.replicas == m).all() and cols.topic_id == topic_id
+    else:
+        at, piece = edit
+        at %= len(data)
+        replace = seed % 2 == 0
+        data = data[:at] + piece + data[at + (1 if replace else 0):]
+    _forget()
+    try:
+        got = decode_topic_columns(data)
+    except ValueError as e:
+        got = type(e)
+    assert _same_columns(got, _parsed_columns(data))
+
+
+def test_a_reassigned_topic_or_rows_of_different_lengths_are_left_to_the_json_parse():
+    ragged = encode_topic(None, {0: ReplicaAssignment((1, 2)), 1: ReplicaAssignment((3,))})
+    moving = encode_topic(None, {0: ReplicaAssignment((1, 2, 3), (3,), (1,)), 1: ReplicaAssignment((2, 3))})
+    for data in (ragged, moving):
+        assert zk_data._written_topic_columns(data) is None
+        _forget()
+        assert _same_columns(decode_topic_columns(data), _parsed_columns(data))

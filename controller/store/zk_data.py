@@ -604,6 +604,9 @@ def decode_topic_columns(data: bytes | None) -> TopicColumns | None:
         cols = _TOPIC_COLUMNS.get(data)
         if cols is not None:
             return cols
+        cols = _written_topic_columns(data)
+        if cols is not None:
+            return cols
     js = parse_json(data)
     if not isinstance(js, dict):
         return None
@@ -628,6 +631,62 @@ def decode_topic_columns(data: bytes | None) -> TopicColumns | None:
     else:
         for a in cols[1:]:
             a.setflags(write=False)
+    return cols
+
+
+_TOPIC_ID = re.compile(rb'"topic_id":"([A-Za-z0-9_-]*)"')
+_DIGIT0, _COMMA, _QUOTE, _COLON, _OPEN, _CLOSE = b"0,\":[]"
+
+
+def _written_topic_columns(data: bytes) -> TopicColumns | None:
+    """The columns of a topic znode body exactly as ``encode_topic_matrix`` writes it (partitions 0..n-1, all
+    rows as long, nobody being reassigned), read with array operations and no JSON parse: the numbers' digit
+    runs and every separator between them are checked to be that encoding, and the rest of the body by
+    writing it again; None for any other body (``decode_topic_columns`` then parses it)."""
+    start = data.find(b'"partitions":{')
+    if start < 0:
+        return None
+    start += 13
+    end = data.find(b"}", start) + 1
+    section = data[start:end]
+    if end <= 0 or section == b"{}" or b"[]" in section:
+        return None
+    m = _TOPIC_ID.search(data)
+    if _topic_json(m and m.group(1).decode("ascii"), section.decode("latin-1"), "{}", "{}") != data:
+        return None
+    buf = np.frombuffer(section, dtype=np.uint8)
+    edges = np.diff(((buf >= 48) & (buf <= 57)).view(np.int8), prepend=0, append=0)
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    k = section.count(b",", 0, section.find(b"]")) + 1        # replicas per partition
+    count = len(starts)
+    lengths = ends - starts
+    if (not count or count % (k + 1) or starts[0] != 2 or ends[-1] != len(buf) - 2 or section[-2:] != b"]}"
+            or lengths.max() > 10 or ((lengths > 1) & (buf[starts] == _DIGIT0)).any()):
+        return None
+    gap, after = starts[1:] - ends[:-1], ends[:-1]
+    pos = np.arange(count - 1) % (k + 1)
+    key, last = pos == 0, pos == k
+    inner = ~key & ~last
+    if not ((gap[inner] == 1).all() and (buf[after[inner]] == _COMMA).all()
+            and (gap[key] == 3).all() and (gap[last] == 3).all()):
+        return None
+    at_key, at_last = after[key], after[last]
+    for offset, (after_key, after_last) in enumerate(((_QUOTE, _CLOSE), (_COLON, _COMMA), (_OPEN, _QUOTE))):
+        if not ((buf[at_key + offset] == after_key).all() and (buf[at_last + offset] == after_last).all()):
+            return None
+    values = np.zeros(count, dtype=np.int64)
+    for j in range(int(lengths.max())):
+        values = np.where(lengths > j, values * 10 + buf[np.minimum(starts + j, len(buf) - 1)] - 48, values)
+    n = count // (k + 1)
+    values = values.reshape(n, k + 1)
+    order, _ = _consecutive_key_prefixes(n)
+    if not np.array_equal(values[:, 0], order) or int(values[:, 1:].max()) > 0x7FFFFFFF:
+        return None
+    replicas = np.empty((n, k), dtype=np.int32)
+    replicas[order] = values[:, 1:]
+    empty = np.zeros((n, 0), dtype=np.int32)
+    cols = TopicColumns(m and m.group(1).decode("ascii"), np.arange(n, dtype=np.int32), replicas, empty, empty)
+    _remember_topic(data, cols)
     return cols
 
 
