@@ -540,13 +540,38 @@ class ControllerContext:
             del grid
         return cols, states
 
-    def ensure_replica_states(self, ts: TopicState, parts: np.ndarray, replica: int,
+    def ensure_replica_states(self, ts: TopicState, parts: np.ndarray, replica,
                               default: int) -> tuple[np.ndarray, np.ndarray]:
         """``replica_states_array``, giving ``replica`` the state ``default`` first where it has none (the
-        batch form of ``replica_states_or_init``)."""
+        batch form of ``replica_states_or_init``). ``replica`` may be an array, one replica per row (a
+        partition then on several rows): the missing ones are appended in row order, as that loop does."""
         cols, states = self.replica_states_array(ts, parts, replica)
         missing = cols < 0
-        if missing.any():
+        if missing.any() and np.ndim(replica):
+            rows = np.flatnonzero(missing)
+            rows = rows[np.argsort(parts[rows], kind="stable")]   # by partition, row order within
+            sel = parts[rows]
+            start = np.concatenate(([True], sel[1:] != sel[:-1]))
+            run = np.cumsum(start) - 1
+            heads = np.flatnonzero(start)
+            uniq = sel[heads]
+            rids = view_i32(ts.ridcode)[uniq]
+            pos = self.pool.lengths()[rids][run] + (np.arange(len(sel)) - heads[run])
+            old = self.pool.matrix()[rids]
+            grown = np.full((len(uniq), max(int(pos.max()) + 1, old.shape[1])), -1, dtype=np.int32)
+            grown[:, :old.shape[1]] = old
+            grown[run, pos] = np.asarray(replica)[rows]
+            new_codes = self.codes_of_rows(grown)
+            ts.widen_rstates(int(pos.max()) + 1)
+            view = view_i32(ts.ridcode)
+            view[uniq] = new_codes
+            del view
+            grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
+            grid[sel, pos] = default
+            del grid
+            cols[rows] = pos
+            states[rows] = default
+        elif missing.any():
             sel = parts[missing]
             rids = view_i32(ts.ridcode)[sel]
             uniq, inverse = np.unique(rids, return_inverse=True)
@@ -825,11 +850,12 @@ class ControllerContext:
                 last_topic = topic
             ts.rstates[p * ts.rwidth + tuples[ts.ridcode[p]].index(r)] = state
 
-    def replica_state_columns(self, ts: TopicState, parts: np.ndarray, replica: int) -> np.ndarray:
-        """For partitions ``parts`` of one topic: the column of ``replica`` in each row of replica states,
-        -1 where it has none (the batch form of the lookup in ``replica_state``)."""
+    def replica_state_columns(self, ts: TopicState, parts: np.ndarray, replica) -> np.ndarray:
+        """For partitions ``parts`` of one topic: the column of ``replica`` (an int, or an array: one per
+        row) in each row of replica states, -1 where it has none (the batch form of the lookup in
+        ``replica_state``)."""
         rows = self.pool.matrix()[view_i32(ts.ridcode)[parts]]
-        hit = rows == replica
+        hit = rows == (np.asarray(replica)[:, None] if np.ndim(replica) else replica)
         return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
 
     def partition_replica_states(self, tp: tuple) -> dict[int, int]:

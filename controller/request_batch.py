@@ -355,19 +355,24 @@ class ControllerBrokerRequestBatch:
         if columns is not None:
             self._um.add_columns(columns)
 
-    def _um_columns(self, ts, parts: np.ndarray) -> tuple | None:
+    def _um_columns(self, ts, parts: np.ndarray, tags: np.ndarray | None = None):
+        """The UpdateMetadata entry columns of partitions ``parts`` with leadership info, None if none; with
+        ``tags`` (an array aligned with ``parts``), (the columns, the tags of the partitions kept)."""
         ctx = self.context
         ce, leader, le, icode, pe, _ = ctx.leadership_arrays(ts, parts)
         has = le != -1
         if not has.all():
             parts, ce, leader, le, icode, pe = parts[has], ce[has], leader[has], le[has], icode[has], pe[has]
+            if tags is not None:
+                tags = tags[has]
         if not len(parts):
             return None
         rcodes = ctx.assignment_codes(ts, parts)
         ocodes = self._offline_codes()[rcodes]
         if ts.name in ctx.topics_to_be_deleted:
             leader, le, pe = LEADER_DURING_DELETE, 0, 0
-        return 0, self._um.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes
+        columns = 0, self._um.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes
+        return columns if tags is None else (columns, tags)
 
     def _lai_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool) -> tuple:
         ctx = self.context
@@ -414,6 +419,36 @@ class ControllerBrokerRequestBatch:
         um = [c for c in (self._um_columns(ts, parts) for ts, parts, _ in segments) if c is not None]
         if um:
             self._um.add_columns(_concat(um))
+
+    def add_update_metadata_rows(self, topics: list, topic_index: np.ndarray, parts: np.ndarray) -> None:
+        """The UpdateMetadata states ``add_leader_and_isr_request_for_brokers`` adds (for all live brokers) of
+        partitions given row by row — row ``i`` partition ``parts[i]`` of the topic columns
+        ``topics[topic_index[i]]`` —, in row order: each topic's read as arrays, one append for all."""
+        if not len(parts):
+            return
+        self._ensure_all_live()
+        if self.context.has_offline_dirs():
+            add = self._add_update_metadata_partition
+            for t, p in zip(topic_index.tolist(), parts.tolist()):
+                add((topics[t].name, p))
+            return
+        order = np.argsort(topic_index, kind="stable")
+        bounds = np.searchsorted(topic_index[order], np.arange(len(topics) + 1))
+        um, taken = [], []
+        for t, ts in enumerate(topics):
+            rows = order[bounds[t]:bounds[t + 1]]
+            if not len(rows):
+                continue
+            c = self._um_columns(ts, parts[rows], rows)
+            if c is not None:
+                um.append(c[0])
+                taken.append(c[1])
+        if not um:
+            return
+        cols = _concat(um)
+        back = np.argsort(np.concatenate(taken), kind="stable")   # the rows' order again
+        n = len(back)
+        self._um.add_columns(tuple(np.broadcast_to(np.asarray(c, dtype=np.int64), (n,))[back] for c in cols))
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:

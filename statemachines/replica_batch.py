@@ -22,6 +22,7 @@ from statemachines import partition_batch as pb
 from statemachines.partition_batch import list_column, topic_column
 from statemachines import failures
 from statemachines.leader_and_isr import TopicPartition
+from statemachines.replica_rows import ReplicaRows
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, VALID_PREVIOUS_REPLICA_BYTES,
 )
@@ -259,6 +260,142 @@ def new_or_online_replicas_batch(sm, replica_id: int, replicas: list[tuple], tar
         sm.batch.add_leader_and_isr_segments(adds, False)
     succeed_columns(sm, replica_id, replicas, segments, checked, target)
     return True
+
+
+def new_or_online_all_brokers(sm, rows: ReplicaRows, target: int) -> bool:
+    """``new_or_online_replicas_batch`` for the groups of every broker of ``rows`` at once, as
+    ``handle_state_changes`` runs them one after the other (each broker's group in order of its first row,
+    each group in row order): one array pass over all rows, the same records in the same order. False (only
+    the states Kafka puts first, NonExistentReplica where none, put — in that order) when any group would
+    not take the batch path; the caller then runs the groups one by one."""
+    ctx = sm.context
+    batch = sm.batch
+    n = len(rows)
+    if (n < pb.BATCH_MIN or not hasattr(batch, "add_update_metadata_rows")
+            or not hasattr(batch, "add_leader_and_isr_segments")):
+        return False
+    runs = rows.topic_runs()
+    if len({t for t, _, _ in runs}) != len(runs):
+        return False
+    position = group_positions(rows.replica)
+    if position is None:
+        return False
+
+    valid_prev = np.fromiter(VALID_PREVIOUS_REPLICA_BYTES[target], dtype=np.uint8)
+    matrix_of = ctx.pool.matrix
+    cols = np.empty(n, dtype=np.int64)
+    cur = np.empty(n, dtype=np.uint8)
+    segments = []
+    for topic, start, end in runs:
+        ts = ctx.topics.get(topic)
+        parts, reps = rows.partition[start:end], rows.replica[start:end]
+        if ts is None or int(parts.min()) < 0 or int(parts.max()) >= len(ts):
+            return False
+        c, s = ctx.replica_states_array(ts, parts, reps)
+        if not _distinct(parts, c, ts.rwidth):
+            return False   # a replica listed twice: its broker's group lists the partition twice
+        missing = np.flatnonzero(c < 0)
+        if len(missing):
+            assigned = matrix_of()[ctx.assignment_codes(ts, parts[missing])]
+            hit = assigned == reps[missing][:, None]
+            if not hit.any(axis=1).all() or not _distinct(parts[missing], hit.argmax(axis=1), assigned.shape[1]):
+                return False
+            # States put first (NonExistentReplica), in the groups' order, as the groups one by one put them.
+            missing = missing[np.argsort(position[start + missing])]
+            c[missing], s[missing] = ctx.ensure_replica_states(ts, parts[missing], reps[missing], NON_EXISTENT_REPLICA)
+        cols[start:end] = c
+        cur[start:end] = s
+        segments.append((ts, parts, reps, start, end))
+    for ts, parts, reps, start, end in segments:
+        seg_cur = cur[start:end]
+        if not np.isin(seg_cur, valid_prev).all():
+            return False
+        if target == NEW_REPLICA:
+            if (ctx.leadership_arrays(ts, parts)[2] != -1).any():
+                return False
+        elif target == ONLINE_REPLICA:
+            new = seg_cur == NEW_REPLICA
+            if new.any() and not (matrix_of()[ctx.assignment_codes(ts, parts[new])] == reps[new][:, None]).any(
+                    axis=1).all():
+                return False
+
+    if target == ONLINE_REPLICA:
+        _online_requests(ctx, batch, segments, cur, position)
+
+    # ReplicaTransition records, group after group, and the new states.
+    order = np.empty(n, dtype=np.int64)
+    order[position] = np.arange(n)
+    run_of_code = np.full(len(rows.names), -1, dtype=np.int32)
+    for i, (topic, _, _) in enumerate(runs):
+        run_of_code[rows.names.index(topic)] = i
+    sm.journal.emit_columns(ReplicaTransition, topic=DictColumn(tuple(t for t, _, _ in runs),
+                                                                run_of_code[rows.topic[order]]),
+                            partition=rows.partition[order], replica=rows.replica[order], from_state=cur[order],
+                            to_state=np.full(n, target, dtype=np.uint8))
+    if sm.trace_transitions and sm._log.is_enabled_for(logging.DEBUG):
+        for i in order.tolist():
+            t, p, r = rows[i]
+            sm._log.debug(f"Changed state of replica {r} for partition {t}-{p} from {REPLICA_BY_BYTE[int(cur[i])]} "
+                          f"to {REPLICA_BY_BYTE[target]}", epoch=ctx.epoch)
+    for ts, parts, reps, start, end in segments:
+        ctx.put_replica_states_array(ts, parts, cols[start:end], target)
+    return True
+
+
+def _online_requests(ctx, batch, segments: list, cur: np.ndarray, position: np.ndarray) -> None:
+    """OnlineReplica's requests for every group: LeaderAndIsr to each replica's broker for the replicas
+    coming back (not NewReplica) of partitions with leadership info — a broker's entries in row order, as
+    its group adds them — and the UpdateMetadata state of each of those partitions once, where the groups
+    one by one first add it (their later adds repeat the same state: leadership does not change here)."""
+    adds, lai_rows, bases = [], [], []
+    base = 0
+    for ts, parts, reps, start, end in segments:
+        sel = np.flatnonzero((cur[start:end] != NEW_REPLICA) & (ctx.leadership_arrays(ts, parts)[2] != -1))
+        if len(sel):
+            adds.append((ts, parts[sel], reps[sel][:, None]))
+            lai_rows.append((start + sel, parts[sel] + base))
+        bases.append(base)
+        base += len(ts)
+    if not adds:
+        return
+    batch.add_leader_and_isr_segments(adds, False, update_metadata=False)
+    rows = np.concatenate([r for r, _ in lai_rows])
+    key = np.concatenate([k for _, k in lai_rows])       # partitions numbered across the segments' topics
+    first = np.full(base, len(position), dtype=np.int64)
+    np.minimum.at(first, key, position[rows])
+    slot = np.full(len(position), -1, dtype=np.int64)
+    taken = np.flatnonzero(first < len(position))
+    slot[first[taken]] = taken
+    key = slot[slot >= 0]                                 # the partitions in order of their first add
+    seg = np.searchsorted(np.asarray(bases, dtype=np.int64), key, side="right") - 1
+    batch.add_update_metadata_rows([ts for ts, *_ in segments], seg, key - np.asarray(bases, dtype=np.int64)[seg])
+
+
+def group_positions(replica: np.ndarray) -> np.ndarray | None:
+    """Where each row goes when rows are listed group after group — groups by replica id in order of each
+    id's first row, each in row order (``ReplicaRows.by_replica``): the rows' positions in that listing.
+    None for ids outside 0..32767."""
+    n = len(replica)
+    if not n or int(replica.min()) < 0 or int(replica.max()) >= 1 << 15:
+        return None
+    first = np.full(int(replica.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(first, replica, np.arange(n))
+    present = np.flatnonzero(first < n)
+    rank = np.zeros(len(first), dtype=np.int16)
+    rank[present[np.argsort(first[present], kind="stable")]] = np.arange(len(present))
+    order = np.argsort(rank[replica], kind="stable")   # 16-bit keys: a radix sort
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    return position
+
+
+def _distinct(parts: np.ndarray, cols: np.ndarray, width: int) -> bool:
+    """Are the (partition, column) pairs with ``cols >= 0`` distinct (``width`` bounding the columns)?"""
+    have = cols >= 0
+    if not have.any():
+        return True
+    key = parts[have] * max(width, 1) + cols[have]
+    return int(np.bincount(key).max()) <= 1
 
 
 def succeed_columns(sm, replica_id: int, replicas: list[tuple], segments: list, checked: list, target: int) -> None:

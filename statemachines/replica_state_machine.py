@@ -23,7 +23,7 @@ from statemachines.errors import (
 from statemachines import failures
 from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, PartitionAndReplica, TopicPartition
 from statemachines.replica_rows import ReplicaRows
-from statemachines.replica_batch import new_or_online_replicas_batch, offline_replicas_batch, offline_states
+from statemachines.replica_batch import new_or_online_all_brokers, new_or_online_replicas_batch, offline_replicas_batch, offline_states
 from statemachines.states import (
     NEW_REPLICA, NON_EXISTENT_REPLICA, OFFLINE_REPLICA, ONLINE_REPLICA, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
     REPLICA_DELETION_STARTED, REPLICA_DELETION_SUCCESSFUL, VALID_PREVIOUS_REPLICA_BYTES,
@@ -83,8 +83,11 @@ class ReplicaStateMachine:
 
     # --- transitions ----------------------------------------------------------------------------
     def handle_state_changes(self, replicas: Iterable[tuple], target_state: int) -> None:
-        if isinstance(replicas, ReplicaRows):
-            by_broker = replicas.by_replica()
+        rows = isinstance(replicas, ReplicaRows)
+        if rows:
+            if not len(replicas):
+                return
+            by_broker = None   # grouped below, unless one pass takes every broker's group
         else:
             by_broker = {}
             for rep in replicas:
@@ -93,12 +96,16 @@ class ReplicaStateMachine:
                     by_broker[rep[2]] = [rep]
                 else:
                     group.append(rep)
-        if not by_broker:
-            return
+            if not by_broker:
+                return
         try:
             self.batch.new_batch()
-            for broker, group in by_broker.items():
-                self._do_handle_state_changes(broker, group, target_state)
+            if not (rows and self.batch_path and target_state in (NEW_REPLICA, ONLINE_REPLICA)
+                    and new_or_online_all_brokers(self, replicas, target_state)):
+                if by_broker is None:
+                    by_broker = replicas.by_replica()
+                for broker, group in by_broker.items():
+                    self._do_handle_state_changes(broker, group, target_state)
             self.batch.send_requests_to_brokers(self.context.epoch)
         except ControllerMovedError:
             self._log.error(f"Controller moved to another broker when moving some replicas to "

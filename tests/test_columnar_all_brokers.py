@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import msgpack
 import pytest
 import structlog
+from hypothesis import given, settings, strategies as st
 
 from controller.embedding.cluster import Cluster
 from events.records import RequestSent, ReplicaTransition, UpdateMetadataPartition
@@ -129,3 +130,53 @@ def test_controller_failover_with_an_offline_log_dir_agrees():
         cluster.kill_broker(old, at=cluster.now + 1)
         cluster.advance_to(cluster.now + SESSION_TIMEOUT_MS + 2)
     both(program)
+
+
+# --- the array pieces, against the loops they replace ---------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 5)), max_size=60), st.integers(0, 3))
+def test_ensure_replica_states_for_many_replicas_is_the_loop(pairs, existing):
+    """``ensure_replica_states`` with one replica per row appends the missing ones in row order, as
+    ``replica_states_or_init`` over the same rows does (the order of each partition's replica states)."""
+    from controller.context import ControllerContext
+    from statemachines.states import NON_EXISTENT_REPLICA, ONLINE_REPLICA
+    import numpy as np
+    pairs = list(dict.fromkeys(pairs))   # each (partition, replica) once, as the batch path requires
+    contexts = []
+    for _ in range(2):
+        ctx = ControllerContext()
+        ctx.add_topic("t", [(0, 1, 2)] * 8)
+        for p in range(8):   # some replicas already have a state
+            for r in range(existing % 3):
+                ctx.put_replica_state(("t", p, (p + r) % 6), ONLINE_REPLICA)
+        contexts.append(ctx)
+    a, b = contexts
+    expected = b.replica_states_or_init([("t", p, r) for p, r in pairs], NON_EXISTENT_REPLICA)
+    ts = a.topics["t"]
+    parts = np.array([p for p, _ in pairs], dtype=np.int64)
+    reps = np.array([r for _, r in pairs], dtype=np.int32)
+    cols, states = a.ensure_replica_states(ts, parts, reps, NON_EXISTENT_REPLICA)
+    assert states.tolist() == expected
+    for p in range(8):
+        assert a.partition_replica_states(("t", p)) == b.partition_replica_states(("t", p))
+    for (p, r), c in zip(pairs, cols.tolist()):
+        assert a.pool.tuples[ts.ridcode[p]][c] == r
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=80))
+def test_group_positions_list_the_rows_as_by_replica_groups_them(replicas):
+    import numpy as np
+    from statemachines.replica_batch import group_positions
+    from statemachines.replica_rows import ReplicaRows
+    n = len(replicas)
+    rows = ReplicaRows(["t"], np.zeros(n, dtype=np.int32), np.arange(n), np.array(replicas, dtype=np.int32))
+    expected = [i for group in rows.by_replica().values() for i in group.partition.tolist()]
+    position = group_positions(rows.replica)
+    if not n:
+        assert position is None
+        return
+    order = np.empty(n, dtype=np.int64)
+    order[position] = np.arange(n)
+    assert order.tolist() == expected
