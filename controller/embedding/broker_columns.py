@@ -29,6 +29,7 @@ from collections.abc import ItemsView, Iterator, Mapping, MutableMapping, Values
 
 import numpy as np
 
+from events.arrays import factorize
 from events.columns import ColumnBatch, ColumnBatchError, ListColumn
 from events.records import LEADER_DURING_DELETE, UpdateMetadataPartition
 
@@ -183,12 +184,12 @@ class BrokerColumns:
             m[rows, np.arange(len(values)) - offsets[:-1][rows]] = values
         if lo >= 0 and hi < 1 << _SLOT_BITS and width <= _PACKED_WIDTH:
             # Short tuples of small ints (replica lists, ISRs): a fixed packing into one int64, whose
-            # code the pool remembers, so a request costs one np.unique and a dict lookup per distinct tuple.
+            # code the pool remembers, so a request costs one factorize and a dict lookup per distinct tuple.
             m = m.astype(np.int64)
             key = lengths.astype(np.int64)
             for j in range(width):
                 key |= m[:, j] << (_LEN_BITS + _SLOT_BITS * j)
-            uniq, inverse = np.unique(key, return_inverse=True)
+            uniq, inverse = factorize(key)
             packed = self._packed
             codes = []
             for k in uniq.tolist():
@@ -724,11 +725,8 @@ def _first_seen(codes: np.ndarray) -> tuple[list, np.ndarray]:
     flat = codes.reshape(-1)
     if not len(flat):
         return [], codes.astype(np.int32)
-    uniq, first, inverse = np.unique(flat, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty(len(uniq), dtype=np.int32)
-    rank[order] = np.arange(len(uniq), dtype=np.int32)
-    return uniq[order].tolist(), rank[inverse.reshape(-1)].reshape(codes.shape)
+    uniq, local = factorize(flat)
+    return uniq.tolist(), local.reshape(codes.shape)
 
 
 def _topic_columns(shared: BrokerColumns, keys: np.ndarray) -> tuple[list, bytes, bytes]:
