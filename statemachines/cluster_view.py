@@ -556,6 +556,18 @@ class _ReplicaStates:
             self.states[at, k] = states[new]
             self.n[at] = k + 1
 
+    def put_held(self, ps: np.ndarray, replicas: np.ndarray, states: np.ndarray) -> bool:
+        """:meth:`put` of many (partition, replica) pairs at once (``ps`` may repeat) when the pairs are distinct
+        and every replica already has a state in its partition's map: the states are set and True returned;
+        else nothing is changed and False returned."""
+        if not len(ps) or int(ps.max()) >= len(self.has) or not self.has[ps].all():
+            return False
+        found, pos = self._find(ps, replicas)
+        if not found.all() or not _distinct(np.sort((ps << 32) | (replicas.astype(np.int64) & 0xFFFFFFFF))):
+            return False
+        self.states[ps, pos] = states
+        return True
+
     def drop(self, ps: np.ndarray, replicas: np.ndarray) -> None:
         """:meth:`remove` of ``replicas[i]`` from partition ``ps[i]``, for each i."""
         ok = self.mask(ps)
@@ -1381,6 +1393,8 @@ class ClusterView:
                 if gone:
                     continue
                 table = self._replica_states[name] = _ReplicaStates()
+            if not gone and table.put_held(part[at], replica[at], to[at]):
+                continue
             for r in _rounds(part[at]):
                 sel = at[r]
                 if gone:
