@@ -23,6 +23,7 @@ from operator import itemgetter
 import msgpack
 import numpy as np
 
+from events.arrays import factorize
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from statemachines.replica_rows import ReplicaRows
@@ -1185,8 +1186,7 @@ class ControllerContext:
         # not on the order its pool interned tuples in.
         code_columns = [(view_i32(ts.rcode), view_i32(ts.icode), view_i32(ts.ridcode)) for ts in self.topics.values()]
         used = np.concatenate([c for cols in code_columns for c in cols] or [np.zeros(0, dtype=np.int32)])
-        uniq, first = np.unique(used, return_index=True)
-        order = uniq[np.argsort(first, kind="stable")]
+        order = factorize(used)[0]
         remap = np.zeros(len(self.pool), dtype="<i4")
         remap[order] = np.arange(len(order), dtype="<i4")
         tuples = self.pool.tuples
