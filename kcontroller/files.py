@@ -54,6 +54,7 @@ def new_event_log(log_dir: str, *, overwrite: bool = False):
     name = os.path.basename(os.path.abspath(log_dir))
     try:
         os.makedirs(parent, exist_ok=True)
+        _remove_stale(parent, name)
         tmp = tempfile.mkdtemp(prefix=f".{name}.new-", dir=parent)
     except OSError as e:
         raise LogError(f"cannot create the event log {log_dir}: {e.strerror}") from None
@@ -105,6 +106,26 @@ def _install(tmp: str, log_dir: str, parent: str, name: str, overwrite: bool) ->
         finally:
             os.close(fd)
     raise LogError(f"{log_dir} kept changing while it was being replaced; try again")
+
+
+def _remove_stale(parent: str, name: str) -> None:
+    """Remove the temporary directories of earlier commands on ``name`` that were killed (no process holds
+    their lock: a command writing one holds it)."""
+    for entry in os.listdir(parent):
+        if not entry.startswith((f".{name}.new-", f".{name}.old-")):
+            continue
+        path = os.path.join(parent, entry)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass  # in use
+        finally:
+            os.close(fd)
 
 
 def _fsync_dir(path: str) -> None:

@@ -292,6 +292,18 @@ __all__ = [
 ]
 
 
+# Sizes a scenario may give (docs/scenarios.md#limits): the run is bounded by them.
+MAX_SCENARIO_BYTES = 1 << 20
+MAX_DEPTH = 32                     # nesting of YAML collections
+MAX_INT = 2**31 - 1                # ids, partitions, counts: Java ints
+MAX_SEED = 2**63 - 1
+MAX_BROKERS = 1_000
+MAX_PARTITIONS = 100_000           # per topic
+MAX_TIME_MS = 7 * 24 * 3600 * 1000  # every time and the duration: 7 days
+MAX_RATE_PER_S = 1_000_000
+MAX_MESSAGE_BYTES = 100 * 2**20
+
+
 class ScenarioError(ValueError):
     """A scenario that cannot run: ``"{file}:{line}: {what was expected}"``."""
 
@@ -473,7 +485,13 @@ class _Parser:
 
     def __init__(self, text: str, source: str):
         self.source = source
-        self.loader = yaml.SafeLoader(text)
+        self.text = text
+        if len(text) > MAX_SCENARIO_BYTES:
+            self.fail(1, f"expected a scenario of at most {MAX_SCENARIO_BYTES} characters, got {len(text)}")
+        try:
+            self.loader = yaml.SafeLoader(text)
+        except yaml.YAMLError as e:
+            self.yaml_error(e)
 
     # errors and plain values
     def fail(self, where: yaml.Node | int, detail: str):
@@ -482,13 +500,42 @@ class _Parser:
 
     def document(self) -> yaml.Node | None:
         try:
-            return self.loader.get_single_node()
-        except yaml.MarkedYAMLError as e:
+            root = self.loader.get_single_node()
+        except yaml.YAMLError as e:
+            self.yaml_error(e)
+        except RecursionError:
+            self.fail(1, f"expected YAML nested at most {MAX_DEPTH} deep")
+        self.check_depth(root)
+        return root
+
+    def yaml_error(self, e: yaml.YAMLError):
+        if isinstance(e, yaml.MarkedYAMLError):
             mark = e.problem_mark or e.context_mark
             problem = " ".join(x for x in (e.context, e.problem) if x)
             self.fail(mark.line + 1 if mark else 1, f"not valid YAML: {problem}")
-        except yaml.YAMLError as e:  # pragma: no cover - PyYAML marks its errors
-            self.fail(1, f"not valid YAML: {e}")
+        if isinstance(e, yaml.reader.ReaderError):  # a character YAML does not allow (control, NUL)
+            line = self.text.count("\n", 0, e.position) + 1 if isinstance(self.text, str) else 1
+            char = e.character if isinstance(e.character, str) else chr(e.character)
+            self.fail(line, f"not valid YAML: character {char!r} (U+{ord(char):04X}) is not allowed; "
+                            "expected printable text")
+        self.fail(1, f"not valid YAML: {e}")
+
+    def check_depth(self, root: yaml.Node | None) -> None:
+        """Refuse collections nested deeper than MAX_DEPTH (aliases may share nodes: each counted once a level)."""
+        level = [root] if root is not None else []
+        depth = 0
+        while level:
+            depth += 1
+            if depth > MAX_DEPTH:
+                self.fail(level[0], f"expected YAML nested at most {MAX_DEPTH} deep")
+            nxt: dict[int, yaml.Node] = {}
+            for node in level:
+                if isinstance(node, yaml.SequenceNode):
+                    nxt.update((id(c), c) for c in node.value if not isinstance(c, yaml.ScalarNode))
+                elif isinstance(node, yaml.MappingNode):
+                    for k, v in node.value:
+                        nxt.update((id(c), c) for c in (k, v) if not isinstance(c, yaml.ScalarNode))
+            level = list(nxt.values())
 
     def value(self, node: yaml.Node):
         return self.loader.construct_object(node, deep=True)
@@ -552,14 +599,20 @@ class _Parser:
             self.fail(node, f"{what}: expected {expected}, got {self.shown(node)}")
         return node
 
-    def integer(self, node: yaml.Node, what: str, minimum: int | None = None, expected: str | None = None) -> int:
+    def integer(self, node: yaml.Node, what: str, minimum: int | None = None, expected: str | None = None,
+                maximum: int = MAX_INT) -> int:
         expected = expected or ("an integer" if minimum is None else f"an integer >= {minimum}")
         node = self.scalar(node, what, expected, (_INT,))
         if not re.fullmatch(r"[-+]?\d+", node.value):
-            self.fail(node, f"{what}: expected {expected} written in decimal, got {node.value}")
+            self.fail(node, f"{what}: expected {expected} written in decimal, got {node.value:.60}")
+        if len(node.value) > 40:
+            self.fail(node, f"{what}: expected {expected}, at most {maximum}, got a number of {len(node.value)} "
+                            "digits")
         value = int(node.value)
         if minimum is not None and value < minimum:
             self.fail(node, f"{what}: expected {expected}, got {value}")
+        if not -maximum - 1 <= value <= maximum:
+            self.fail(node, f"{what}: expected {expected}, at most {maximum}, got {value}")
         return value
 
     def number(self, node: yaml.Node, what: str, expected: str) -> float:
@@ -589,11 +642,16 @@ class _Parser:
         if base is not None and text.startswith("+"):
             text, offset = text[1:], base
         if node.tag == _INT and not re.fullmatch(r"[-+]?\d+", text):
-            self.fail(node, f"{what}: {_TIME_EXPECTED}, got {node.value}")
+            self.fail(node, f"{what}: {_TIME_EXPECTED}, got {node.value:.60}")
+        if len(text) > 40:
+            self.fail(node, f"{what}: expected a time of at most {format_time(MAX_TIME_MS)}, got {node.value:.60}")
         try:
-            return offset + parse_time(text)
+            ms = offset + parse_time(text)
         except ValueError as e:
             self.fail(node, f"{what}: {e}")
+        if ms > MAX_TIME_MS:
+            self.fail(node, f"{what}: expected a time of at most {format_time(MAX_TIME_MS)}, got {node.value:.60}")
+        return ms
 
     def configs(self, node: yaml.Node, what: str, allow_null: bool = False) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
@@ -766,7 +824,7 @@ class _ScenarioParser(_Parser):
                         expected="a scenario: a mapping with name, duration, cluster, ...")
         name = self.string(f["name"], "name", "a non-empty name")
         description = self.string(f["description"], "description", nonempty=False) if "description" in f else ""
-        seed = self.integer(f["seed"], "seed", minimum=0) if "seed" in f else 0
+        seed = self.integer(f["seed"], "seed", minimum=0, maximum=MAX_SEED) if "seed" in f else 0
         duration = self.time(f["duration"], "duration")
         if duration <= 0:
             self.fail(f["duration"], "duration: expected a time > 0")
@@ -784,6 +842,8 @@ class _ScenarioParser(_Parser):
     def cluster(self, node: yaml.Node) -> ClusterSpec:
         f = self.fields(node, "cluster", ("brokers", "down", "racks", "configs"), ("brokers",))
         items = self.sequence(f["brokers"], "cluster.brokers", "a list of broker ids (integers >= 0)")
+        if len(items) > MAX_BROKERS:
+            self.fail(f["brokers"], f"cluster.brokers: expected at most {MAX_BROKERS} brokers, got {len(items)}")
         brokers: list[int] = []
         for i, n in enumerate(items):
             b = self.integer(n, f"cluster.brokers[{i}]", minimum=0, expected="a broker id (an integer >= 0)")
@@ -852,7 +912,8 @@ class _ScenarioParser(_Parser):
         if collides:
             self.fail(f["name"], f"{what}.name: topic {name!r} collides with existing topic {collides[0]!r} "
                                  f"('.' and '_' collide in metric names)")
-        partitions = self.integer(f["partitions"], f"{what}.partitions", minimum=1) if "partitions" in f else None
+        partitions = (self.integer(f["partitions"], f"{what}.partitions", minimum=1, maximum=MAX_PARTITIONS)
+                      if "partitions" in f else None)
         rf = (self.integer(f["replication_factor"], f"{what}.replication_factor", minimum=1)
               if "replication_factor" in f else None)
         configs = self.configs(f["configs"], f"{what}.configs") if "configs" in f else {}
@@ -870,6 +931,11 @@ class _ScenarioParser(_Parser):
             config = KafkaConfig(self.world.cluster.configs)
             partitions = partitions if partitions is not None else config.get_int("num.partitions")
             rf = rf if rf is not None else config.get_int("default.replication.factor")
+            if not 1 <= partitions <= MAX_PARTITIONS:
+                self.fail(node, f"{what}.partitions (num.partitions): expected 1 to {MAX_PARTITIONS}, got {partitions}")
+            if rf < 1:
+                self.fail(node, f"{what}.replication_factor (default.replication.factor): expected at least 1, "
+                                f"got {rf}")
             live = self.world.live_count()
             if rf > live:
                 where, key = (f["replication_factor"], ".replication_factor") if "replication_factor" in f else (
@@ -911,7 +977,10 @@ class _ScenarioParser(_Parser):
             rate = self.number(pf["rate_per_s"], f"{what}.rate_per_s", "a number of messages per second > 0")
             if rate <= 0:
                 self.fail(pf["rate_per_s"], f"{what}.rate_per_s: expected a number of messages per second > 0, "
-                                            f"got {pf['rate_per_s'].value}")
+                                            f"got {pf['rate_per_s'].value:.60}")
+            if rate > MAX_RATE_PER_S:
+                self.fail(pf["rate_per_s"], f"{what}.rate_per_s: expected at most {MAX_RATE_PER_S} messages per "
+                                            f"second, got {pf['rate_per_s'].value:.60}")
             acks = -1
             if "acks" in pf:
                 anode = self.scalar(pf["acks"], f"{what}.acks", "0, 1 or all (or -1)", (_INT, _STR))
@@ -919,7 +988,7 @@ class _ScenarioParser(_Parser):
                 if anode.value.strip().lower() not in table:
                     self.fail(anode, f"{what}.acks: expected 0, 1 or all (or -1), got {anode.value}")
                 acks = table[anode.value.strip().lower()]
-            size = (self.integer(pf["message_bytes"], f"{what}.message_bytes", minimum=1)
+            size = (self.integer(pf["message_bytes"], f"{what}.message_bytes", minimum=1, maximum=MAX_MESSAGE_BYTES)
                     if "message_bytes" in pf else 1024)
             start = self.time(pf["start"], f"{what}.start") if "start" in pf else 0
             stop = self.time(pf["stop"], f"{what}.stop") if "stop" in pf else self.duration
@@ -1156,7 +1225,7 @@ class _ScenarioParser(_Parser):
             self.fail(node, f"{what}: missing 'count' or 'assignment'")
         count = None
         if "count" in f:
-            count = self.integer(f["count"], f"{what}.count", minimum=1)
+            count = self.integer(f["count"], f"{what}.count", minimum=1, maximum=MAX_PARTITIONS)
             if count <= info.partitions:
                 self.fail(f["count"], f"{what}.count: expected a new total larger than the {info.partitions} "
                                       f"partitions of {topic!r}, got {count}")
@@ -1176,7 +1245,7 @@ class _ScenarioParser(_Parser):
         lines: dict[int, int] = {}
         if key == "json":
             if isinstance(vnode, yaml.MappingNode):
-                text = json.dumps(self.value(vnode))
+                text = json.dumps(self.value(vnode), default=str)
                 for k, v in vnode.value:
                     if isinstance(k, yaml.ScalarNode) and k.value == "partitions" and isinstance(v, yaml.SequenceNode):
                         lines.update((i, self.line(e)) for i, e in enumerate(v.value))
@@ -1189,7 +1258,8 @@ class _ScenarioParser(_Parser):
             name = self.string(vnode, f"{what}.file", "a path to a reassignment JSON file")
             path = self.base_dir / name
             try:
-                text = path.read_text(encoding="utf-8")
+                with open(path, "rb") as fh:
+                    text = fh.read(MAX_SCENARIO_BYTES + 1)
             except OSError as e:
                 self.fail(vnode, f"{what}.file: expected a readable reassignment JSON file, got {name!r} "
                                  f"({e.strerror}: {path})")
@@ -1200,9 +1270,7 @@ class _ScenarioParser(_Parser):
             m = re.search(r"partitions\[(\d+)\]", str(e))
             line = lines.get(int(m.group(1))) if m else lines.get(-1) if "version" in str(e) else None
             self.fail(line or vnode, str(e))
-        order = list(reassignment)
-        for (topic, p), replicas in reassignment.items():
-            i = order.index((topic, p))
+        for i, ((topic, p), replicas) in enumerate(reassignment.items()):
             where = lines.get(i) or vnode
             entry = f"{source}: partitions[{i}]"
             info = self.world.topics.get(topic)
@@ -1309,11 +1377,17 @@ def load_scenario(path: str | pathlib.Path) -> Scenario:
     """The scenario of a YAML file. Raises :class:`ScenarioError`."""
     path = pathlib.Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as e:
         raise ScenarioError(str(path), 0, f"expected a readable scenario file ({e.strerror})") from None
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioError(str(path), 1, f"expected a scenario file of at most {MAX_SCENARIO_BYTES} bytes")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise ScenarioError(str(path), 1, f"expected a UTF-8 text file ({e.reason})") from None
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ScenarioError(str(path), line, f"expected a UTF-8 text file (byte {e.start}: {e.reason})") from None
     return parse_scenario(text, str(path))
 
 

@@ -314,3 +314,54 @@ def test_a_failed_segment_creation_leaves_no_empty_segment(tmp_path, monkeypatch
         LogWriter(tmp_path / "log")
     monkeypatch.undo()
     assert os.listdir(tmp_path / "log") == []
+
+
+# --- scenarios ----------------------------------------------------------------------------------------------------
+
+_BASE = "name: x\nduration: 10s\ncluster: {brokers: [1, 2]}\n"
+BAD_SCENARIOS = {
+    "control character": ("name: x\x07y\nduration: 10s\ncluster: {brokers: [1, 2]}\n", ":1: not valid YAML: character"),
+    "NUL": (_BASE + "description: a\0b\n", ":4: not valid YAML: character '\\x00'"),
+    "deep flow": (_BASE + "topics: " + "[" * 10_000 + "]" * 10_000 + "\n", "nested at most 32 deep"),
+    "deep block": (_BASE + "topics:\n" + "".join("  " * i + "- \n" for i in range(200)), "nested at most 32 deep"),
+    "deep mapping": (_BASE + "network: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n", "nested at most 32 deep"),
+    "broker id 2^64": ("name: x\nduration: 10s\ncluster: {brokers: [1, %d]}\n" % 2**64, "at most 2147483647"),
+    "seed 2^64": (_BASE + "seed: %d\n" % 2**64, "at most 9223372036854775807"),
+    "step broker 2^64": (_BASE + "steps: [{at: 1s, action: kill_broker, broker: %d}]\n" % 2**64, "kill_broker.broker"),
+    "a billion partitions": (_BASE + "topics: [{name: t, partitions: 1000000000}]\n", "at most 100000"),
+    "num.partitions default": ("name: x\nduration: 10s\ncluster: {brokers: [1], configs: {num.partitions: 2000000}}\n"
+                               "topics: [{name: t}]\n", "num.partitions"),
+    "duration 10^32": ("name: x\nduration: %d\ncluster: {brokers: [1, 2]}\n" % 10**32, "at most 10080m"),
+    "duration in hours": ("name: x\nduration: 100000h\ncluster: {brokers: [1, 2]}\n", "at most 10080m"),
+    "rate": (_BASE + "topics: [{name: t}]\nworkload: {producers: [{topics: t, rate_per_s: 1.0e+12}]}\n",
+             "at most 1000000 messages"),
+    "brokers": ("name: x\nduration: 10s\ncluster: {brokers: [%s]}\n" % ",".join(map(str, range(5000))),
+                "at most 1000 brokers"),
+    "config value": ("name: x\nduration: 10s\ncluster: {brokers: [1], configs: {min.insync.replicas: 0}}\n",
+                     "Value must be at least 1"),
+    "reassign date": (_BASE + "topics: [{name: t}]\nsteps: [{at: 1s, action: reassign, json: {version: 2001-12-14, "
+                              "partitions: []}}]\n", "version"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_SCENARIOS))
+def test_bad_scenarios_are_one_line_errors_and_leave_no_log(tmp_path, capsys, name):
+    text, message = BAD_SCENARIOS[name]
+    f = tmp_path / "s.yaml"
+    f.write_text(text)
+    status, _, err = run(capsys, "simulate", f, "--log-dir", tmp_path / "out")
+    assert_clean_error(status, err, 2, message)
+    assert err.startswith(f"kcontroller: error: {f}:") and err.count("\n") == 1
+    assert sorted(os.listdir(tmp_path)) == ["s.yaml"]
+
+
+def test_oversized_and_non_utf8_scenarios(tmp_path, capsys):
+    big = tmp_path / "big.yaml"
+    big.write_text("name: x\nduration: 10s\ncluster: {brokers: [" + "1, " * 2_000_000)
+    status, _, err = run(capsys, "simulate", big, "--log-dir", tmp_path / "out")
+    assert_clean_error(status, err, 2, "at most 1048576 bytes")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"name: caf\xe9\nduration: 10s\ncluster: {brokers: [1]}\n")
+    status, _, err = run(capsys, "simulate", latin, "--log-dir", tmp_path / "out")
+    assert_clean_error(status, err, 2, f"{latin}:1: expected a UTF-8 text file")
+    assert not os.path.exists(tmp_path / "out")
