@@ -419,8 +419,10 @@ class LeaderAndIsrTable(MutableMapping):
 
     def upsert(self, keys: np.ndarray, rows: np.ndarray) -> None:
         """Set the rows of distinct ``keys``."""
-        order = np.argsort(keys, kind="stable")
-        keys, rows = keys[order], self._fit(rows)[order]
+        rows = self._fit(rows)
+        if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+            order = np.argsort(keys, kind="stable")
+            keys, rows = keys[order], rows[order]
         pos, found = self._lookup(keys)
         self._rows[pos[found]] = rows[found]
         self._insert(pos[~found], keys[~found], rows[~found])
