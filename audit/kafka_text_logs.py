@@ -4,7 +4,9 @@ One file is one run (``run_id`` derived from the file name); every row's ``posit
 ``seq`` are its 1-based line number, ``source`` the path. The file is streamed line by line
 (plain or gzip-compressed text) through :class:`audit.kafka_log_reader.KafkaLogReader`; nothing
 on a bad line raises — lines not understood are counted and sampled. Only a file that cannot be
-read as text at all raises :class:`KafkaLogError` (missing, a directory, binary content).
+read as text at all raises :class:`KafkaLogError` (missing, a directory, empty, binary content,
+a truncated or corrupt gzip stream). Lines may end with LF, CRLF or, in a file with no LF at all,
+CR alone.
 
 Rows made: replica and partition transitions (with leader, leader epoch and ISR when the line
 prints them, assigned replicas for NewPartition), failed and refused transitions (the exception
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 
 from audit.kafka_log_reader import (
@@ -107,24 +110,56 @@ def iter_text_lines(path) -> Iterator[str]:
     path = os.fspath(path)
     f = _open_binary(path)
     try:
-        _check_text(path, f.read(_SNIFF_BYTES))
-        f.seek(0)
+        try:
+            sniff = f.read(_SNIFF_BYTES)
+            f.seek(0)
+        except _READ_ERRORS as exc:
+            raise KafkaLogError(path, f"cannot be read ({_read_error(exc)})") from None
+        if not sniff:
+            raise KafkaLogError(path, "is empty: no log lines to audit")
+        _check_text(path, sniff)
     except BaseException:
         f.close()
         raise
-    return _decoded_lines(path, f)
+    if b"\n" not in sniff and b"\r" in sniff:
+        return _decoded_lines(path, f, _cr_lines(f))
+    return _decoded_lines(path, f, f)
 
 
-def _decoded_lines(path: str, f) -> Iterator[str]:
+_READ_ERRORS = (OSError, EOFError, zlib.error)
+
+
+def _read_error(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return f"a truncated gzip stream: {exc}"
+    if isinstance(exc, (zlib.error, gzip.BadGzipFile)):
+        return f"a corrupt gzip stream: {exc}"
+    return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+
+
+def _cr_lines(f) -> Iterator[bytes]:
+    """The lines of a file whose lines end with CR alone (old Mac line ends)."""
+    rest = b""
+    while True:
+        chunk = f.read(1 << 16)
+        if not chunk:
+            break
+        *lines, rest = (rest + chunk).split(b"\r")
+        yield from lines
+    if rest:
+        yield rest
+
+
+def _decoded_lines(path: str, f, lines: Iterable[bytes]) -> Iterator[str]:
     try:
         try:
-            for raw in f:
+            for raw in lines:
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError:
                     text = raw.decode("latin-1")
                 yield text.rstrip("\r\n")
-        except (OSError, EOFError) as exc:   # e.g. a corrupt gzip stream
-            raise KafkaLogError(path, f"cannot be read ({exc})") from exc
+        except _READ_ERRORS as exc:   # e.g. a truncated or corrupt gzip stream
+            raise KafkaLogError(path, f"cannot be read ({_read_error(exc)})") from None
     finally:
         f.close()

@@ -365,3 +365,42 @@ def test_oversized_and_non_utf8_scenarios(tmp_path, capsys):
     status, _, err = run(capsys, "simulate", latin, "--log-dir", tmp_path / "out")
     assert_clean_error(status, err, 2, f"{latin}:1: expected a UTF-8 text file")
     assert not os.path.exists(tmp_path / "out")
+
+
+# --- audit inputs -------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def state_change_lines(tmp_path_factory) -> bytes:
+    d = tmp_path_factory.mktemp("demo")
+    subprocess.run([sys.executable, "-m", "kcontroller", "demo", "--log-dir", d / "log"], cwd=ROOT, check=True,
+                   capture_output=True)
+    return subprocess.run([sys.executable, "-m", "kcontroller", "log", d / "log"], cwd=ROOT, check=True,
+                          capture_output=True).stdout
+
+
+@pytest.mark.parametrize("cut", [20, 200, "late"])
+def test_audit_of_a_truncated_gzip_is_a_clean_error(tmp_path, capsys, state_change_lines, cut):
+    data = gzip.compress(state_change_lines * 200)   # well past the 64 KiB sniffed at open
+    cut = len(data) * 2 // 3 if cut == "late" else cut
+    f = tmp_path / "state-change.log.gz"
+    f.write_bytes(data[:cut])
+    status, out, err = run(capsys, "audit", f)
+    assert_clean_error(status, err + out, 2, "truncated gzip stream")
+
+
+def test_audit_of_an_empty_file_is_not_clean(tmp_path, capsys):
+    f = tmp_path / "state-change.log"
+    f.write_bytes(b"")
+    status, out, err = run(capsys, "audit", f)
+    assert_clean_error(status, err + out, 2, "is empty")
+
+
+def test_audit_reads_cr_only_line_ends(tmp_path, capsys, state_change_lines):
+    lf, cr = tmp_path / "lf.log", tmp_path / "cr.log"
+    lf.write_bytes(state_change_lines)
+    cr.write_bytes(state_change_lines.replace(b"\n", b"\r"))
+    _, lf_out, _ = run(capsys, "audit", lf, "--report", tmp_path / "lf.json")
+    status, cr_out, err = run(capsys, "audit", cr, "--report", tmp_path / "cr.json")
+    assert "Traceback" not in err
+    rows = [json.loads((tmp_path / n).read_text())["inputs"][0] for n in ("lf.json", "cr.json")]
+    assert rows[0]["rows"] > 0 and rows[0]["rows"] == rows[1]["rows"]
