@@ -384,14 +384,15 @@ class ControllerBrokerRequestBatch:
             plist = parts.tolist()
             adding = np.fromiter((code(ts.adding.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
             removing = np.fromiter((code(ts.removing.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
+        if recipients.shape[1] == 1 and bool((recipients >= 0).all()):   # one recipient per partition
+            return (recipients[:, 0], self._lai.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes,
+                    adding, removing, int(is_new), rec)
         rows, cols = np.nonzero(recipients >= 0)   # row-major: each partition's recipients in order
-        n = len(rows)
 
         def per(a):
-            return a[rows] if isinstance(a, np.ndarray) else np.full(n, a, dtype=np.int64)
-        return (recipients[rows, cols], np.full(n, self._lai.topic_code(ts.name), dtype=np.int64), parts[rows],
-                ce[rows], leader[rows], le[rows], icode[rows], pe[rows], rcodes[rows], per(adding), per(removing),
-                np.full(n, int(is_new), dtype=np.int64), rec[rows])
+            return a[rows] if isinstance(a, np.ndarray) else a
+        return (recipients[rows, cols], self._lai.topic_code(ts.name), parts[rows], ce[rows], leader[rows], le[rows],
+                icode[rows], pe[rows], rcodes[rows], per(adding), per(removing), int(is_new), rec[rows])
 
     def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
                                    update_metadata: bool = True) -> None:
@@ -432,7 +433,7 @@ class ControllerBrokerRequestBatch:
             for t, p in zip(topic_index.tolist(), parts.tolist()):
                 add((topics[t].name, p))
             return
-        order = np.argsort(topic_index, kind="stable")
+        order = np.argsort(topic_index.astype(np.int16) if len(topics) < 1 << 15 else topic_index, kind="stable")
         bounds = np.searchsorted(topic_index[order], np.arange(len(topics) + 1))
         um, taken = [], []
         for t, ts in enumerate(topics):
@@ -446,7 +447,10 @@ class ControllerBrokerRequestBatch:
         if not um:
             return
         cols = _concat(um)
-        back = np.argsort(np.concatenate(taken), kind="stable")   # the rows' order again
+        taken = np.concatenate(taken)
+        slot = np.full(len(parts), -1, dtype=np.int64)
+        slot[taken] = np.arange(len(taken))
+        back = slot[slot >= 0]   # the rows' order again
         n = len(back)
         self._um.add_columns(tuple(np.broadcast_to(np.asarray(c, dtype=np.int64), (n,))[back] for c in cols))
 
@@ -479,9 +483,13 @@ class ControllerBrokerRequestBatch:
             return ListColumn(np.zeros(len(codes) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
         pool = self.pool
         lengths = pool.lengths()[codes]
+        low, high = int(lengths.min()), int(lengths.max())
+        if low == high:   # every tuple of one length (an RF, mostly)
+            return ListColumn(np.arange(len(codes) + 1, dtype=np.int64) * low,
+                              pool.matrix()[:, :low][codes].reshape(-1))
         offsets = np.zeros(len(codes) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        m = pool.matrix()[codes]
+        m = pool.matrix()[:, :high][codes]
         return ListColumn(offsets, m[np.arange(m.shape[1]) < lengths[:, None]])
 
     def _emit_partitions(self, cls, lead: tuple, table: EntryTable, columns: dict, start: int, stop: int):
@@ -590,13 +598,22 @@ class ControllerBrokerRequestBatch:
 
 
 def _concat(adds: list[tuple]) -> tuple:
-    """The entry columns of several adds as one (a scalar field broadcast to its add's rows; the third
-    field, the partitions, is always an array)."""
+    """The entry columns of several adds as one (a field that is the same scalar in every add stays that
+    scalar; the third field, the partitions, is always an array)."""
     if len(adds) == 1:
         return adds[0]
-    lengths = [len(a[2]) for a in adds]
-    return tuple(np.concatenate([np.broadcast_to(np.asarray(a[i], dtype=np.int64), (n,)) for a, n in zip(adds, lengths)])
-                 for i in range(len(adds[0])))
+    bounds = np.cumsum([0] + [len(a[2]) for a in adds]).tolist()
+    out = []
+    for i in range(len(adds[0])):
+        values = [a[i] for a in adds]
+        if not any(isinstance(v, np.ndarray) for v in values) and len(set(values)) == 1:
+            out.append(values[0])
+            continue
+        col = np.empty(bounds[-1], dtype=np.int64)
+        for v, s, e in zip(values, bounds[:-1], bounds[1:]):
+            col[s:e] = v
+        out.append(col)
+    return tuple(out)
 
 
 def _lead_column(value, n: int):

@@ -85,11 +85,22 @@ class EntryTable:
         self._flush()
         if not self._chunks:
             return Merged({f: np.zeros(0, dtype=np.int64) for f in self.fields}, [])
-        cols = [np.concatenate([c[i] for c in self._chunks]) for i in range(len(self.fields))]
+        chunks = self._chunks
+        if len(chunks) == 1:
+            cols = [np.ascontiguousarray(c) for c in chunks[0]]
+        else:
+            cols = [np.concatenate([c[i] for c in chunks]) for i in range(len(self.fields))]
         group, topic, partition = cols[0], cols[1], cols[2]
         n = len(partition)
-        groups, gcode = np.unique(group, return_inverse=True)
-        gcode = gcode.reshape(-1)
+        groups, gcode = _group_codes(group)
+        if _distinct_entries(gcode, len(groups), topic, partition, len(self.topic_names)):
+            # No partition added twice for one group: insertion order within each group.
+            if n > 1 and bool((gcode[1:] < gcode[:-1]).any()):
+                out = np.argsort(gcode.astype(np.int16) if len(groups) < 1 << 15 else gcode, kind="stable")
+                merged = {f: c[out] for f, c in zip(self.fields, cols)}
+            else:
+                merged = dict(zip(self.fields, cols))
+            return _merged(merged)
         if len(groups) < 1 << _BROKER_BITS and len(self.topic_names) < 1 << _TOPIC_BITS:
             key = (gcode << (_TOPIC_BITS + 31)) | (topic << 31) | partition
             order = np.argsort(key, kind="stable")
@@ -112,7 +123,42 @@ class EntryTable:
             for f in self.sticky:
                 i = self.fields.index(f)
                 merged[f] = np.logical_or.reduceat(cols[i][order] != 0, starts)[out].astype(np.int64)
-        g = merged["group"]
-        bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
-        ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
-        return Merged(merged, ranges)
+        return _merged(merged)
+
+
+def _merged(merged: dict) -> Merged:
+    g = merged["group"]
+    bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
+    ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
+    return Merged(merged, ranges)
+
+
+def _group_codes(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(The distinct group ids ascending, each entry's index among them): ``np.unique(return_inverse=True)``,
+    by a lookup table for the usual small non-negative broker ids."""
+    if len(group) and int(group.min()) >= 0 and int(group.max()) < 1 << 20:
+        present = np.zeros(int(group.max()) + 1, dtype=bool)
+        present[group] = True
+        groups = np.flatnonzero(present)
+        lookup = np.cumsum(present, dtype=np.int64) - 1
+        return groups, lookup[group]
+    groups, gcode = np.unique(group, return_inverse=True)
+    return groups, gcode.reshape(-1)
+
+
+_BITMAP_MAX = 1 << 26   # the largest (group, topic, partition) bitmap the duplicate check allocates
+
+
+def _distinct_entries(gcode: np.ndarray, groups: int, topic: np.ndarray, partition: np.ndarray, topics: int) -> bool:
+    """Is every (group, topic, partition) of the entries distinct? One bitmap pass where it is small enough,
+    else (False) the caller's sort decides."""
+    n = len(partition)
+    if n < 2:
+        return True
+    span = int(partition.max()) + 1
+    size = groups * max(topics, 1) * span
+    if int(partition.min()) < 0 or size > max(_BITMAP_MAX, 4 * n):
+        return False
+    seen = np.zeros(size, dtype=bool)
+    seen[(gcode * max(topics, 1) + topic) * span + partition] = True
+    return int(np.count_nonzero(seen)) == n
