@@ -25,3 +25,33 @@ def factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return uniq[order], rank[inverse.reshape(-1)]
     encoded = pa.array(values).dictionary_encode()
     return encoded.dictionary.to_numpy(zero_copy_only=False), encoded.indices.to_numpy(zero_copy_only=False)
+
+
+_LE_INTS = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
+
+
+def narrow_bytes(a: np.ndarray) -> bytes:
+    """Integers as little-endian signed ints of the narrowest of 1, 2, 4 or 8 bytes that holds them all (the
+    width follows from the values, so equal arrays give equal bytes; a reader knows it from the count)."""
+    a = np.asarray(a)
+    if not a.size:
+        return b""
+    lo, hi = int(a.min()), int(a.max())
+    w = (1 if -128 <= lo and hi <= 127 else 2 if -32768 <= lo and hi <= 32767
+         else 4 if -(1 << 31) <= lo and hi < 1 << 31 else 8)
+    return a.astype(_LE_INTS[w]).tobytes()
+
+
+def from_narrow_bytes(data, n: int, what: str) -> np.ndarray:
+    """The ``n`` ints ``narrow_bytes`` wrote (a read-only view of ``data``); ValueError naming ``what`` if
+    ``data`` cannot be that."""
+    if type(data) is not bytes:
+        raise ValueError(f"{what} is not a bin but {type(data).__name__}")
+    if not n:
+        if data:
+            raise ValueError(f"{what}: {len(data)} bytes for no values")
+        return np.zeros(0, dtype=np.int32)
+    w, rest = divmod(len(data), n)
+    if rest or w not in _LE_INTS:
+        raise ValueError(f"{what}: {len(data)} bytes are not {n} ints of 1, 2, 4 or 8 bytes")
+    return np.frombuffer(data, dtype=_LE_INTS[w])

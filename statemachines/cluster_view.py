@@ -95,6 +95,7 @@ from typing import NamedTuple
 import msgpack
 import numpy as np
 
+from events.arrays import from_narrow_bytes, narrow_bytes
 from events.columns import DictColumn, ListColumn
 from events.log import Batch, LogReader
 from events.records import (
@@ -937,17 +938,7 @@ def _first_occurrences(block: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarr
 
 # --- ViewSnapshot format 3: per topic, columns as bin buffers -----------------------------------------
 
-_LE_INTS = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4")}
-
-
-def _bin(a: np.ndarray) -> bytes:
-    """Ints as little-endian signed ints of the narrowest of 1, 2 or 4 bytes that holds them all (the width
-    follows from the values, so equal columns give equal bytes)."""
-    if not a.size:
-        return b""
-    lo, hi = int(a.min()), int(a.max())
-    w = 1 if -128 <= lo and hi <= 127 else 2 if -32768 <= lo and hi <= 32767 else 4
-    return a.astype(_LE_INTS[w]).tobytes()
+_bin = narrow_bytes
 
 
 def _flat(block: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -959,16 +950,8 @@ def _flat(block: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 def _unbin(data, n: int, what: str) -> np.ndarray:
     """The ``n`` ints of a column :func:`_bin` wrote; ValueError if ``data`` cannot be that."""
-    if type(data) is not bytes:
-        raise ValueError(f"{what} is not a bin but {type(data).__name__}")
-    if not n:
-        if data:
-            raise ValueError(f"{what}: {len(data)} bytes for no values")
-        return _EMPTY_I32
-    w, rest = divmod(len(data), n)
-    if rest or w not in _LE_INTS:
-        raise ValueError(f"{what}: {len(data)} bytes are not {n} ints of 1, 2 or 4 bytes")
-    return np.frombuffer(data, dtype=_LE_INTS[w])
+    values = from_narrow_bytes(data, n, what)
+    return values if n else _EMPTY_I32
 
 
 def _row_count(n) -> int:
