@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from controller.request_entries import EntryTable
+from controller.request_entries import EntryTable, group_codes
 from events.columns import DictColumn, ListColumn
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, HEADER_LEN, LEADER_DURING_DELETE, SCHEMA_VERSION,
@@ -502,9 +502,9 @@ class ControllerBrokerRequestBatch:
         topic = columns["topic"][start:stop]
         partition = columns["partition"][start:stop]
         if n >= COLUMN_MIN:
-            uniq, inverse = np.unique(topic, return_inverse=True)
+            uniq, inverse = group_codes(topic)
             out = {names[0]: _lead_column(lead[0], n),
-                   "topic": DictColumn(tuple(table.topic_names[t] for t in uniq.tolist()), inverse.reshape(-1)),
+                   "topic": DictColumn(tuple(table.topic_names[t] for t in uniq.tolist()), inverse),
                    "partition": partition}
             for f in fields:
                 c = columns[f][start:stop]

@@ -92,7 +92,7 @@ class EntryTable:
             cols = [np.concatenate([c[i] for c in chunks]) for i in range(len(self.fields))]
         group, topic, partition = cols[0], cols[1], cols[2]
         n = len(partition)
-        groups, gcode = _group_codes(group)
+        groups, gcode = group_codes(group)
         if _distinct_entries(gcode, len(groups), topic, partition, len(self.topic_names)):
             # No partition added twice for one group: insertion order within each group.
             if n > 1 and bool((gcode[1:] < gcode[:-1]).any()):
@@ -133,7 +133,7 @@ def _merged(merged: dict) -> Merged:
     return Merged(merged, ranges)
 
 
-def _group_codes(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def group_codes(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(The distinct group ids ascending, each entry's index among them): ``np.unique(return_inverse=True)``,
     by a lookup table for the usual small non-negative broker ids."""
     if len(group) and int(group.min()) >= 0 and int(group.max()) < 1 << 20:
