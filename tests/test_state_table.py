@@ -223,10 +223,29 @@ def test_snapshots_have_the_same_form_and_old_ones_load_into_the_table(clock):
     assert list(restored.nodes()) == list(old.nodes())
     columns = zk.to_dict()                                                 # the rows as columns
     assert not any(p.startswith("/brokers/topics/t/partitions/") for p, *_ in columns["nodes"])
-    assert [t for t, _ in columns["tables"]] == ["t"] and isinstance(columns["times"], bytes)
+    assert [t for t, _ in columns["tables"]] == ["t"] and isinstance(columns["times"], dict)
     again = ZooKeeper.from_dict(msgpack.unpackb(msgpack.packb(columns), raw=False), clock)
     assert again.to_dict() == columns and again.to_dict(per_znode=True) == d and again.dump() == old.dump()
     assert again._state_watched == {"t": {0}} and list(again.nodes()) == list(old.nodes())
+    earlier = ZooKeeper.from_dict(fixed_width_form(columns), clock)        # the columns as written before
+    assert earlier.to_dict() == columns and earlier.to_dict(per_znode=True) == d
+
+
+def fixed_width_form(d: dict) -> dict:
+    """A snapshot as ``to_dict`` wrote it before its columns were narrowed: fixed dtypes, absolute zxids, the
+    transaction times as one int64 buffer."""
+    from controller.store import zookeeper as z
+    d = copy.deepcopy(d)
+    runs = d["times"]
+    d["times"] = z._from_time_runs(runs).tobytes()
+    for _, cols in d["tables"]:
+        n = {"p": len(cols["p"]) // 4, "pp": len(cols["pp"]) // 4}
+        for name, dtype in z._STATE_COLUMNS + z._PARENT_COLUMNS:
+            rows = n["p"] if (name, dtype) in z._STATE_COLUMNS else n["pp"]
+            cols[name] = z._table_column(cols, name, rows, name).astype(dtype).tobytes()
+        cols["isr"] = z._table_column(cols, "isr", n["p"] * cols["width"], "isr").astype("<i4").tobytes()
+        del cols["zxid_base"]
+    return d
 
 
 def test_a_snapshot_with_broken_columns_is_refused(clock):
@@ -235,7 +254,7 @@ def test_a_snapshot_with_broken_columns_is_refused(clock):
     zk.create_recursive(s, "/brokers/topics/t/partitions/0", None)
     zk.create(s, state("t", 0), canonical())
     good = zk.to_dict()
-    for column, value, message in (("p", b"\x00", "not a buffer"), ("ce", b"", "has 0 entries, expected 1"),
+    for column, value, message in (("p", b"\x00", "not a buffer"), ("ce", b"", "ce: 0 bytes are not 1 ints"),
                                    ("pp", (-1).to_bytes(4, "little", signed=True), "negative partition"),
                                    ("isr_len", bytes([9]), "longer than its width")):
         d = copy.deepcopy(good)

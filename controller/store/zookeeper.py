@@ -75,12 +75,14 @@ import msgpack
 import numpy as np
 import structlog
 
+
 from controller.store.state_table import (
     CODES, MIN_ROWS, R_BADVERSION, R_CHECK_BADVERSION, R_CHECK_NONODE, R_NOCHILDRENFOREPHEMERALS, R_NODEEXISTS, R_NONODE,
     R_NOT_SENT, R_OK, TOPICS_PREFIX, StateRows, StateTable, StateWriteOutcome, encode_state, isr_matrix, load_table,
     parent_fits, parent_key, parse_body, parse_state, partitions_topic, plain_topic, state_key, state_path, table_content,
     topic_of,
 )
+from events.arrays import from_narrow_bytes, narrow_bytes
 from statemachines.errors import StoreError
 
 _log = structlog.get_logger("kcontroller.zookeeper")
@@ -467,10 +469,14 @@ class _Tree(dict):
 
 
 # A table in a snapshot: its rows' columns as little-endian buffers (the /state rows at ``p``, the parent rows
-# at ``pp``; an ISR as ``isr_len`` entries of a row of ``width``); the bodies are made again when read.
+# at ``pp``; an ISR as ``isr_len`` entries of a row of ``width``); the bodies are made again when read. Each
+# column is in the narrowest width that holds its values (``events.arrays.narrow_bytes``), zxids as their
+# distance from ``zxid_base``; a snapshot written before (no ``zxid_base``) has the fixed dtypes below.
 _STATE_COLUMNS = (("ce", "<i4"), ("leader", "<i4"), ("leader_epoch", "<i4"), ("recovery", "u1"), ("isr_len", "u1"),
                   ("czxid", "<i8"), ("mzxid", "<i8"), ("version", "<i8"))
 _PARENT_COLUMNS = (("pczxid", "<i8"), ("pcversion", "<i8"), ("ppzxid", "<i8"), ("pchild", "u1"))
+_ZXID_COLUMNS = frozenset({"czxid", "mzxid", "pczxid", "ppzxid"})
+_COLUMN_DTYPES = dict(_STATE_COLUMNS + _PARENT_COLUMNS)
 
 
 def _table_columns(table: StateTable) -> dict:
@@ -478,14 +484,50 @@ def _table_columns(table: StateTable) -> dict:
     ps = np.flatnonzero(table.present)
     pp = np.flatnonzero(table.parent)
     width = max(int(table.isr_len[ps].max()) if len(ps) else 0, 1)
-    cols = {"p": ps.astype("<i4").tobytes(), "width": width,
-            "isr": np.ascontiguousarray(table.isr[ps, :width]).astype("<i4").tobytes()}
-    for name, dtype in _STATE_COLUMNS:
-        cols[name] = getattr(table, name)[ps].astype(dtype).tobytes()
+    cols = {"p": ps.astype("<i4").tobytes(), "width": width, "zxid_base": ZXID_BASE,
+            "isr": narrow_bytes(table.isr[ps, :width])}
+    for rows, names in ((ps, _STATE_COLUMNS), (pp, _PARENT_COLUMNS)):
+        for name, _ in names:
+            values = getattr(table, name)[rows]
+            cols[name] = narrow_bytes(values - ZXID_BASE if name in _ZXID_COLUMNS else values)
     cols["pp"] = pp.astype("<i4").tobytes()
-    for name, dtype in _PARENT_COLUMNS:
-        cols[name] = getattr(table, name)[pp].astype(dtype).tobytes()
     return cols
+
+
+def _table_column(cols: dict, name: str, n: int, what: str) -> np.ndarray:
+    """A column of ``_table_columns``' output (of this version or an earlier one) as its dtype."""
+    base = cols.get("zxid_base")
+    if base is None:
+        return _buffer(cols[name], _COLUMN_DTYPES.get(name, "<i4"), what, n)
+    if type(base) is not int:
+        raise ValueError(f"ZooKeeper snapshot: {what}: zxid_base is not an int")
+    values = from_narrow_bytes(cols[name], n, f"ZooKeeper snapshot: {what}")
+    if name in _ZXID_COLUMNS:
+        return values.astype(np.int64) + base
+    return values.astype(_COLUMN_DTYPES.get(name, "<i4"))
+
+
+def _time_runs(times: array) -> dict:
+    """The transaction times (one per zxid, never decreasing: many transactions share a millisecond) as runs:
+    each distinct time and how many transactions in a row have it, in the narrowest widths."""
+    t = np.frombuffer(times, dtype=np.int64) if len(times) else np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, t[1:] != t[:-1]]) if len(t) else np.zeros(0, dtype=np.int64)
+    lengths = np.diff(np.r_[starts, len(t)])
+    return {"runs": len(starts), "time": narrow_bytes(t[starts]), "count": narrow_bytes(lengths)}
+
+
+def _from_time_runs(d: dict) -> np.ndarray:
+    try:
+        n = d["runs"]
+        if type(n) is not int or n < 0:
+            raise ValueError(f"ZooKeeper snapshot: times: {n!r} runs")
+        values = from_narrow_bytes(d["time"], n, "ZooKeeper snapshot: times").astype(np.int64)
+        counts = from_narrow_bytes(d["count"], n, "ZooKeeper snapshot: times counts").astype(np.int64)
+    except KeyError as e:
+        raise ValueError(f"ZooKeeper snapshot: times have no {e}") from None
+    if len(counts) and int(counts.min()) < 1:
+        raise ValueError("ZooKeeper snapshot: times: a run of no transactions")
+    return np.repeat(values, counts).astype("<i8")
 
 
 def _buffer(data, dtype: str, what: str, n: int | None = None) -> np.ndarray:
@@ -505,10 +547,11 @@ def _load_table_columns(topic: str, cols: dict) -> StateTable:
         ps = _buffer(cols["p"], "<i4", f"table {topic}: p").astype(np.int64)
         pp = _buffer(cols["pp"], "<i4", f"table {topic}: pp").astype(np.int64)
         width = cols["width"]
-        state = {name: _buffer(cols[name], dtype, f"table {topic}: {name}", len(ps)) for name, dtype in _STATE_COLUMNS}
-        parent = {name: _buffer(cols[name], dtype, f"table {topic}: {name}", len(pp))
-                  for name, dtype in _PARENT_COLUMNS}
-        isr = _buffer(cols["isr"], "<i4", f"table {topic}: isr", len(ps) * width).reshape(len(ps), width)
+        if type(width) is not int or width < 1:
+            raise ValueError(f"ZooKeeper snapshot: table {topic}: width {width!r} is not a positive int")
+        state = {name: _table_column(cols, name, len(ps), f"table {topic}: {name}") for name, _ in _STATE_COLUMNS}
+        parent = {name: _table_column(cols, name, len(pp), f"table {topic}: {name}") for name, _ in _PARENT_COLUMNS}
+        isr = _table_column(cols, "isr", len(ps) * width, f"table {topic}: isr").reshape(len(ps), width)
     except KeyError as e:
         raise ValueError(f"ZooKeeper snapshot: table {topic} has no column {e}") from None
     if (len(ps) and int(ps.min()) < 0) or (len(pp) and int(pp.min()) < 0):
@@ -1766,9 +1809,10 @@ class ZooKeeper:
         lists, ints, bytes and None.
 
         The /state tables' rows (``tables``: per topic, in topic order, the rows' columns as little-endian
-        buffers, see ``_table_columns``) are not in ``nodes`` and the transaction times are one int64 buffer,
-        so the snapshot of a million partitions is a few buffers; ``per_znode`` gives the layout of before the
-        tables, every znode in ``nodes`` and the times as a list (what a model without tables writes)."""
+        buffers of the narrowest widths, see ``_table_columns``) are not in ``nodes`` and the transaction times
+        are runs of equal times, so the snapshot of a million partitions is a few buffers; ``per_znode`` gives
+        the layout of before the tables, every znode in ``nodes`` and the times as a list (what a model without
+        tables writes)."""
         node_of = self._materializer()
         if per_znode:
             nodes = [[p, *node_of(p, node)[:_CHILDREN]] for p, node in self._sorted_entries()]
@@ -1782,7 +1826,7 @@ class ZooKeeper:
             "min_session_timeout_ms": self._min_session_timeout,
             "max_session_timeout_ms": self._max_session_timeout,
             "zxid": self._zxid,
-            "times": self._times.tolist() if per_znode else np.asarray(self._times, dtype="<i8").tobytes(),
+            "times": self._times.tolist() if per_znode else _time_runs(self._times),
             "next_session_id": self._next_sid,
             "nodes": nodes,
             "sessions": [[sid, s.timeout, s.last] for sid, s in sorted(self._sessions.items())],
@@ -1803,7 +1847,10 @@ class ZooKeeper:
                  max_session_timeout_ms=d.get("max_session_timeout_ms"))
         zk._zxid = d["zxid"]
         times = d["times"]
-        if isinstance(times, bytes):
+        if isinstance(times, dict):
+            zk._times = array("q")
+            zk._times.frombytes(_from_time_runs(times).tobytes())
+        elif isinstance(times, bytes):
             zk._times = array("q")
             zk._times.frombytes(_buffer(times, "<i8", "times").astype(np.int64).tobytes())
         else:
