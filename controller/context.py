@@ -23,7 +23,7 @@ from operator import itemgetter
 import msgpack
 import numpy as np
 
-from events.arrays import factorize
+from events.arrays import factorize, from_narrow_bytes, narrow_bytes
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from statemachines.replica_rows import ReplicaRows
@@ -105,11 +105,6 @@ def view_i32(col: array) -> np.ndarray:
 
 def view_u8(col: bytearray) -> np.ndarray:
     return np.frombuffer(col, dtype=np.uint8) if len(col) else np.zeros(0, dtype=np.uint8)
-
-
-def _le_bytes(col: array) -> bytes:
-    """An ``array('i')`` column as little-endian int32 bytes."""
-    return view_i32(col).astype("<i4", copy=False).tobytes()
 
 
 def _i32_array(values) -> array:
@@ -1177,11 +1172,13 @@ class ControllerContext:
                                 sorted(self.topics_ineligible_for_deletion)]))
 
     # --- snapshots ------------------------------------------------------------------------------
-    STATE_FORMAT = 2
+    STATE_FORMAT = 3
+    _READABLE_COLUMN_FORMATS = (2, 3)   # 2: the int columns as int32 buffers; 3: in their narrowest widths
 
     def to_state(self) -> list:
         """The whole context as msgpack-able data, for cluster snapshots: the pool's tuples once, then per topic
-        its columns as little-endian buffers (int32 pool codes, int32 and byte columns)."""
+        its columns as little-endian buffers (pool codes and int columns in the narrowest width that holds
+        them, ``events.arrays.narrow_bytes``; byte columns as they are)."""
         # The tuples the columns use, coded in order of first use: the bytes depend on the context's contents,
         # not on the order its pool interned tuples in.
         code_columns = [(view_i32(ts.rcode), view_i32(ts.icode), view_i32(ts.ridcode)) for ts in self.topics.values()]
@@ -1192,10 +1189,11 @@ class ControllerContext:
         tuples = self.pool.tuples
         topics = []
         for (name, ts), (rcode, icode, ridcode) in zip(self.topics.items(), code_columns):
-            topics.append([name, remap[rcode].tobytes(), sorted(ts.adding.items()), sorted(ts.removing.items()),
-                           bytes(ts.pstate), _le_bytes(ts.leader), _le_bytes(ts.leader_epoch), remap[icode].tobytes(),
-                           _le_bytes(ts.partition_epoch), _le_bytes(ts.state_controller_epoch), bytes(ts.recovery),
-                           remap[ridcode].tobytes(), ts.rwidth, bytes(ts.rstates)])
+            topics.append([name, narrow_bytes(remap[rcode]), sorted(ts.adding.items()), sorted(ts.removing.items()),
+                           bytes(ts.pstate), narrow_bytes(view_i32(ts.leader)), narrow_bytes(view_i32(ts.leader_epoch)),
+                           narrow_bytes(remap[icode]), narrow_bytes(view_i32(ts.partition_epoch)),
+                           narrow_bytes(view_i32(ts.state_controller_epoch)), bytes(ts.recovery),
+                           narrow_bytes(remap[ridcode]), ts.rwidth, bytes(ts.rstates)])
         return [self.STATE_FORMAT, [list(tuples[c]) for c in order.tolist()], self.epoch, self.epoch_zk_version,
                 sorted(self.live_broker_epochs.items()), sorted(self.shutting_down_broker_ids),
                 sorted([b, sorted(s)] for b, s in self.replicas_on_offline_dirs.items()), topics,
@@ -1207,11 +1205,11 @@ class ControllerContext:
     def load_state(self, state: list) -> None:
         """Restore what ``to_state`` returned (broker_info is not part of it: the caller re-reads it); the
         list form of snapshots written before the columnar one is read too."""
-        if state and state[0] == self.STATE_FORMAT and len(state) == 16:
-            pool_tuples, state = state[1], state[2:]
+        if state and state[0] in self._READABLE_COLUMN_FORMATS and len(state) == 16:
+            narrow, pool_tuples, state = state[0] == 3, state[1], state[2:]
             remap = np.fromiter((self.pool.code(tuple(t)) for t in pool_tuples), dtype=np.int32,
                                 count=len(pool_tuples))
-            load_topic = self._load_topic_columns
+            load_topic = self._load_topic_columns if not narrow else self._load_topic_narrow
         else:
             remap, load_topic = None, self._load_topic_lists
         (self.epoch, self.epoch_zk_version, live, shutting_down, offline_dirs, topics, configs, reassigning,
@@ -1242,6 +1240,32 @@ class ControllerContext:
         ts.pstate, ts.recovery = bytearray(pstate), bytearray(recovery)
         ts.leader, ts.leader_epoch = _i32_array(leader), _i32_array(leader_epoch)
         ts.partition_epoch, ts.state_controller_epoch = _i32_array(partition_epoch), _i32_array(ctrl_epoch)
+        ts.rwidth, ts.rstates = rwidth, bytearray(rstates)
+
+    def _load_topic_narrow(self, ts: TopicState, row: list, remap: np.ndarray) -> None:
+        """A topic of format 3: the int columns in their narrowest widths (as many as ``pstate`` has bytes)."""
+        (name, rcode, adding, removing, pstate, leader, leader_epoch, icode, partition_epoch, ctrl_epoch, recovery,
+         ridcode, rwidth, rstates) = row
+        n = len(pstate)
+
+        def ints(buf: bytes, what: str) -> array:
+            values = from_narrow_bytes(buf, n, f"controller context snapshot: topic {name} {what}")
+            if len(values) and (int(values.min()) < -(1 << 31) or int(values.max()) >= 1 << 31):
+                raise ValueError(f"controller context snapshot: topic {name} {what} beyond int32")
+            return _i32_array(values)
+
+        def codes(buf: bytes, what: str) -> array:
+            values = from_narrow_bytes(buf, n, f"controller context snapshot: topic {name} {what}")
+            if len(values) and (int(values.min()) < 0 or int(values.max()) >= len(remap)):
+                raise ValueError(f"controller context snapshot: topic {name} {what} outside the tuples")
+            return _i32_array(remap[values])
+        ts.rcode, ts.icode, ts.ridcode = codes(rcode, "replicas"), codes(icode, "isr"), codes(ridcode, "replica ids")
+        ts.adding = {p: self.intern(tuple(r)) for p, r in adding}
+        ts.removing = {p: self.intern(tuple(r)) for p, r in removing}
+        ts.pstate, ts.recovery = bytearray(pstate), bytearray(recovery)
+        ts.leader, ts.leader_epoch = ints(leader, "leaders"), ints(leader_epoch, "leader epochs")
+        ts.partition_epoch = ints(partition_epoch, "partition epochs")
+        ts.state_controller_epoch = ints(ctrl_epoch, "controller epochs")
         ts.rwidth, ts.rstates = rwidth, bytearray(rstates)
 
     def _load_topic_lists(self, ts: TopicState, row: list, _remap) -> None:

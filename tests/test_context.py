@@ -158,6 +158,25 @@ def test_snapshot_state_round_trips_as_columns():
     assert _facts(ControllerContext()) == [] and other.epoch == ctx.epoch
 
 
+def test_snapshot_state_of_the_int32_column_format_is_read():
+    """Format 2 held the int columns as int32 buffers (format 3: the narrowest width)."""
+    import numpy as np
+    from events.arrays import from_narrow_bytes
+    ctx = _sample_context()
+    state = ctx.to_state()
+    old = [2, *state[1:]]
+    old[7] = []
+    for row in state[7]:
+        n = len(row[4])
+        wide = [from_narrow_bytes(v, n, "c").astype("<i4").tobytes() if i in (1, 5, 6, 7, 8, 9, 11) else v
+                for i, v in enumerate(row)]
+        old[7].append(wide)
+    assert old[7] != state[7] and any(len(np.frombuffer(r[5], "<i4")) for r in old[7])
+    other = ControllerContext()
+    other.load_state(old)
+    assert _facts(other) == _facts(ctx) and other.to_state() == state
+
+
 def test_snapshot_state_of_the_list_format_is_read():
     """Snapshots written before the columnar form held per-partition lists."""
     ctx = _sample_context()
