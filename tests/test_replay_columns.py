@@ -4,13 +4,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import msgpack
 import numpy as np
 
 from controller.embedding.cluster import Cluster
 from controller.embedding.replay import replay_log, replay_records
 from events.columns import ColumnBatch
 from events.log import FsyncPolicy, LogReader, LogWriter
-from events.records import PartitionTransition
+from events.records import ClusterSnapshot, PartitionTransition
 
 
 def _run(log_dir) -> None:
@@ -68,5 +69,23 @@ def test_a_log_written_before_the_columnar_formats_replays(tmp_path):
     whole = replay_log(tmp_path / "log")
     assert whole.ok, whole.divergence
     assert whole.records == LogReader(tmp_path / "log").end_offset
+    tail = replay_log(tmp_path / "log", from_snapshot=True)
+    assert tail.ok and tail.records < whole.records
+
+
+FORMAT_2 = Path(__file__).parent / "data" / "logs" / "snapshot-format-2"
+
+
+def test_a_log_with_snapshots_of_format_2_replays(tmp_path):
+    """A log written at commit cd57079 (tests/data/logs/make_pre_columnar.py run on that checkout): cluster
+    snapshots of format 2 (int32 broker columns, int32 context columns, fixed-width store tables and a time per
+    transaction) and state digests of format 2 replay whole and from the snapshot; the snapshots are compared by
+    what they hold."""
+    shutil.copytree(FORMAT_2, tmp_path / "log")
+    snapshots = [r for r in LogReader(tmp_path / "log").records() if type(r) is ClusterSnapshot]
+    assert snapshots and all(msgpack.unpackb(r.state, raw=False, strict_map_key=False)["format"] == 2
+                             for r in snapshots)
+    whole = replay_log(tmp_path / "log")
+    assert whole.ok, whole.divergence
     tail = replay_log(tmp_path / "log", from_snapshot=True)
     assert tail.ok and tail.records < whole.records

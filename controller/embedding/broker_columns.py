@@ -29,7 +29,7 @@ from collections.abc import ItemsView, Iterator, Mapping, MutableMapping, Values
 
 import numpy as np
 
-from events.arrays import factorize
+from events.arrays import factorize, from_narrow_bytes, narrow_bytes
 from events.columns import ColumnBatch, ColumnBatchError, ListColumn
 from events.records import LEADER_DURING_DELETE, UpdateMetadataPartition
 
@@ -720,10 +720,6 @@ class MetadataView(Mapping):
 # Snapshots (controller.embedding.cluster_snapshot describes the layout)
 # ---------------------------------------------------------------------------------------------
 
-def _bin(a: np.ndarray, dtype: str) -> bytes:
-    return np.ascontiguousarray(a, dtype=dtype).tobytes()
-
-
 def _first_seen(codes: np.ndarray) -> tuple[list, np.ndarray]:
     """Pool codes -> (the distinct codes in the order they first occur, a local code per element): a
     form that depends only on the values, not on the pools' history."""
@@ -737,22 +733,43 @@ def _first_seen(codes: np.ndarray) -> tuple[list, np.ndarray]:
 def _topic_columns(shared: BrokerColumns, keys: np.ndarray) -> tuple[list, bytes, bytes]:
     tids, local = _first_seen(keys >> _PART_BITS)
     names = shared.topic_names
-    return [names[t] for t in tids], _bin(local, "<i4"), _bin(keys & _PART_MASK, "<i4")
+    return [names[t] for t in tids], narrow_bytes(local), narrow_bytes(keys & _PART_MASK)
 
 
-def _keys_of(shared: BrokerColumns, names: list, topic: bytes, partition: bytes) -> np.ndarray:
-    ids = np.array([shared.topic_id(n) for n in names], dtype=np.int64)
-    codes = np.frombuffer(topic, dtype="<i4")
-    parts = np.frombuffer(partition, dtype="<i4").astype(np.int64)
-    if len(codes) != len(parts) or (len(codes) and (codes.min() < 0 or codes.max() >= len(ids))):
+def _ints(data, n: int, what: str, dtype: str | None) -> np.ndarray:
+    """``n`` ints of a snapshot column: of fixed ``dtype`` (format 2), or narrowed (``dtype`` None, format 3)."""
+    try:
+        if dtype is None:
+            return from_narrow_bytes(data, n, f"cluster snapshot: broker state {what}").astype(np.int64)
+        values = np.frombuffer(data, dtype=dtype) if type(data) is bytes else None
+    except ValueError:
+        values = None
+    if values is None or len(values) != n:
+        raise ValueError(f"cluster snapshot: malformed broker state ({what})")
+    return values.astype(np.int64)
+
+
+def _keys_of(shared: BrokerColumns, names: list, topic: bytes, partition: bytes, n: int | None = None) -> np.ndarray:
+    """The keys of a state's rows; ``n`` given: format 3 (narrowed columns of ``n`` rows), else format 2 (i4)."""
+    ids = np.array([shared.topic_id(name) for name in names], dtype=np.int64)
+    if n is None:
+        n = len(partition) // 4
+        dtype = "<i4"
+    else:
+        if type(n) is not int or n < 0:
+            raise ValueError("cluster snapshot: malformed broker state (row count)")
+        dtype = None
+    codes = _ints(topic, n, "topic column", dtype)
+    parts = _ints(partition, n, "partition column", dtype)
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(ids) or parts.min() < 0 or parts.max() > _PART_MASK):
         raise ValueError("cluster snapshot: malformed broker state (topic and partition columns)")
     return (ids[codes] << _PART_BITS) | parts if len(codes) else parts
 
 
-def _rows_of(data: bytes, n: int, width: int) -> np.ndarray:
-    rows = np.frombuffer(data, dtype="<i4")
-    if len(rows) != n * width:
-        raise ValueError(f"cluster snapshot: malformed broker state ({len(rows)} values for {n} rows of {width})")
+def _rows_of(data: bytes, n: int, width: int, narrow: bool = False) -> np.ndarray:
+    rows = _ints(data, n * width, "rows", None if narrow else "<i4")
+    if len(rows) and (int(rows.min()) < -(1 << 31) or int(rows.max()) >= 1 << 31):
+        raise ValueError("cluster snapshot: malformed broker state (rows beyond int32)")
     return rows.reshape(n, width).astype(np.int32)
 
 
@@ -764,16 +781,26 @@ def _global(pool: _Pool, items: list, local: np.ndarray) -> np.ndarray:
 
 
 def table_state(table: LeaderAndIsrTable) -> list:
-    """[topic names, topic index per row (i4), partition (i4), rows (i4: leader, leader_epoch,
-    partition_epoch, ISR length, the ISR -1 padded to the longest)], rows in (topic, partition) order."""
+    """[topic names, rows n, columns w, topic index per row, partition, rows (leader, leader_epoch,
+    partition_epoch, ISR length, the ISR -1 padded to the longest: n x w)], rows in (topic, partition) order,
+    each column little-endian in its narrowest width (``events.arrays.narrow_bytes``). Format 2 held the
+    arrays as i4 without n and w: [names, topic, partition, rows]."""
     keys, rows = table.columns()
     names, topic, partition = _topic_columns(table._shared, keys)
-    return [names, topic, partition, _bin(rows, "<i4")]
+    return [names, len(keys), rows.shape[1], topic, partition, narrow_bytes(rows)]
 
 
 def table_from_state(shared: BrokerColumns, state: list) -> LeaderAndIsrTable:
-    names, topic, partition, rows = state
     table = LeaderAndIsrTable(shared)
+    if len(state) == 6:
+        names, n, width, topic, partition, rows = state
+        keys = _keys_of(shared, names, topic, partition, n)
+        if type(width) is not int or width < L_ISR:
+            raise ValueError("cluster snapshot: malformed broker state (LeaderAndIsr rows)")
+        if len(keys):
+            table.upsert(keys, _rows_of(rows, len(keys), width, narrow=True))
+        return table
+    names, topic, partition, rows = state
     keys = _keys_of(shared, names, topic, partition)
     if len(keys):
         flat = np.frombuffer(rows, dtype="<i4")
@@ -784,9 +811,10 @@ def table_from_state(shared: BrokerColumns, state: list) -> LeaderAndIsrTable:
 
 
 def image_state(shared: BrokerColumns, image: MetadataImage) -> list:
-    """[topic names, topic index per row (i4), partition (i4), offset (i8), rows (i4, the MetadataImage
-    columns with headers and tuples as indexes into the next two), headers ([v, controller_id,
-    controller_epoch, timestamp_ms, cause_offset]), tuples], rows in (topic, partition) order."""
+    """[topic names, rows n, topic index per row, partition, offset, rows (n x the MetadataImage columns,
+    headers and tuples as indexes into the next two), headers ([v, controller_id, controller_epoch,
+    timestamp_ms, cause_offset]), tuples], rows in (topic, partition) order, each array little-endian in its
+    narrowest width. Format 2 had no n, and i4 arrays (i8 offsets)."""
     keys, offsets, rows = image.columns(shared)
     rows = rows.copy()
     headers, rows[:, HDR] = _first_seen(rows[:, HDR])
@@ -794,19 +822,25 @@ def image_state(shared: BrokerColumns, image: MetadataImage) -> list:
     tuples, rows[:, cols] = _first_seen(rows[:, cols])
     names, topic, partition = _topic_columns(shared, keys)
     h, t = shared.headers.items, shared.tuples.items
-    return [names, topic, partition, _bin(offsets, "<i8"), _bin(rows, "<i4"), [list(h[c]) for c in headers],
-            [list(t[c]) for c in tuples]]
+    return [names, len(keys), topic, partition, narrow_bytes(offsets), narrow_bytes(rows),
+            [list(h[c]) for c in headers], [list(t[c]) for c in tuples]]
 
 
 def image_from_state(shared: BrokerColumns, state: list) -> MetadataImage:
-    names, topic, partition, offsets, rows, headers, tuples = state
-    keys = _keys_of(shared, names, topic, partition)
-    rows = _rows_of(rows, len(keys), META_WIDTH)
-    offsets = np.frombuffer(offsets, dtype="<i8").astype(np.int64)
-    if len(offsets) != len(keys):
-        raise ValueError("cluster snapshot: malformed broker state (offsets)")
+    if len(state) == 8:
+        names, n, topic, partition, offsets, rows, headers, tuples = state
+        keys = _keys_of(shared, names, topic, partition, n)
+        rows = _rows_of(rows, len(keys), META_WIDTH, narrow=True)
+        offsets = _ints(offsets, len(keys), "offsets", None)
+    else:
+        names, topic, partition, offsets, rows, headers, tuples = state
+        keys = _keys_of(shared, names, topic, partition)
+        rows = _rows_of(rows, len(keys), META_WIDTH)
+        offsets = _ints(offsets, len(keys), "offsets", "<i8")
     rows[:, HDR] = _global(shared.headers, headers, rows[:, HDR])
     cols = list(TUPLE_COLUMNS)
     rows[:, cols] = _global(shared.tuples, tuples, rows[:, cols])
-    order = np.argsort(keys, kind="stable")
-    return MetadataImage.from_columns(keys[order], offsets[order], rows[order])
+    if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
+        order = np.argsort(keys, kind="stable")
+        keys, offsets, rows = keys[order], offsets[order], rows[order]
+    return MetadataImage.from_columns(keys, offsets, rows)

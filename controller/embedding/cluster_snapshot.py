@@ -7,8 +7,8 @@ metadata it accepted from controllers and its controller (context, handlers, cor
 ``restore_cluster`` rebuilds a Cluster that carries on exactly as the original would have: the
 same actions then write the same records, byte for byte (tests check it).
 
-The payload of the ClusterSnapshot record is msgpack of a map with these keys: ``format`` (2; format 1
-is still read), ``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng``
+The payload of the ClusterSnapshot record is msgpack of a map with these keys: ``format`` (3; formats 1
+and 2 are still read), ``now``, ``seed``, ``configs`` ([name, value] of every broker config), ``store_rng``
 (Python's ``random.Random.getstate()``), ``next_offset``, ``cause_offset``,
 ``view`` (a ClusterView snapshot), ``zk`` (``ZooKeeper.to_dict()``), ``admin`` ([session id,
 registered session id]), ``brokers`` (one array per broker, see ``snapshot_state._broker_state``),
@@ -17,12 +17,16 @@ index) and ``log_dirs`` (optional: ``[broker id, offline dirs, [[topic, partitio
 replica, offline [topic, partition]s]`` of each broker that placed replicas or lost a log directory).
 
 A broker's LeaderAndIsr state and a metadata cache are columns (``broker_columns.table_state`` and
-``image_state``): the topic names, then msgpack bins of little-endian arrays with a row per
-partition in (topic, partition) order — the topic's index (i4), the partition (i4), for a cache the
-record offset (i8), and an i4 matrix of the state's fields, where tuples (ISRs, replica lists) and
-record headers are indexes into lists stored after the arrays. Format 1 stored the LeaderAndIsr
-state as ``[[topic, partition], [leader, leader_epoch, isr, partition_epoch]]`` pairs and each cache
-as indexes into ``metadata_records``, a record batch of the UpdateMetadata partition records.
+``image_state``): the topic names and the row count, then msgpack bins of little-endian arrays with a
+row per partition in (topic, partition) order — the topic's index, the partition, for a cache the
+record offset, and a matrix of the state's fields, where tuples (ISRs, replica lists) and record
+headers are indexes into lists stored after the arrays — each array in the narrowest of 1, 2, 4 or 8
+bytes that holds its values (``events.arrays.narrow_bytes``). Format 2 stored the same arrays as i4
+(offsets i8) without the row count; format 1 stored the LeaderAndIsr state as ``[[topic, partition],
+[leader, leader_epoch, isr, partition_epoch]]`` pairs and each cache as indexes into
+``metadata_records``, a record batch of the UpdateMetadata partition records. The controllers'
+contexts and the store's tables narrow their columns the same way (``ControllerContext.to_state``,
+``ZooKeeper.to_dict``).
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ from statemachines.cluster_view import ClusterView
 
 __all__ = ["FORMAT", "READABLE_FORMATS", "cluster_state", "restore_cluster"]
 
-READABLE_FORMATS = (1, FORMAT)
+READABLE_FORMATS = (1, 2, FORMAT)
 
 
 def _set_rng_state(rng: random.Random, state: list) -> None:

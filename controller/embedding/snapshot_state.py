@@ -16,7 +16,7 @@ from controller.embedding.broker_columns import image_state, table_state
 if TYPE_CHECKING:
     from controller.embedding.cluster import BrokerServer, Cluster
 
-FORMAT = 2
+FORMAT = 3
 
 
 def _rng_state(rng: random.Random) -> list:

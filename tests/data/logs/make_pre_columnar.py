@@ -1,4 +1,5 @@
-"""Writes tests/data/logs/pre-columnar with the code of a given checkout (run at e4954f9):
+"""Writes tests/data/logs/pre-columnar with the code of a given checkout (run at e4954f9), and
+tests/data/logs/snapshot-format-2 (run at cd57079):
     python tests/data/logs/make_pre_columnar.py <checkout> <output dir>"""
 import sys, shutil
 sys.path.insert(0, sys.argv[1])
