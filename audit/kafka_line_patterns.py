@@ -1,8 +1,8 @@
 """The shapes of Kafka's log lines: compiled regexes, small parsers, and the catalogue of known lines.
 
 This module knows the *syntax* of the lines Kafka (0.8 to 4.x) writes to ``state-change.log``
-and ``controller.log`` — the log4j layout ``[%d] %p %m (%c)``, the ``[Controller id=N epoch=E]``
-style prefixes, the embedded ``Controller N epoch E`` of 0.8–0.11, partitions printed as
+and ``controller.log`` once ``audit.log_layouts`` has taken the layout of the line off — the
+``[Controller id=N epoch=E]`` style prefixes, the embedded ``Controller N epoch E`` of 0.8–0.11, partitions printed as
 ``[topic,0]`` or ``topic-0``, Scala ``Set(..)``/``HashSet(..)``/``List(..)``, and every printed
 form of a partition's leadership (``(Leader:1,ISR:1,2,...)``, ``LeaderAndIsr(...)`` of 1.1, 3.2,
 3.3 and 3.5, the JSON of 0.8–1.0, the request ``PartitionState(...)`` forms) — and lists the
@@ -16,50 +16,7 @@ import re
 
 from statemachines.states import PartitionState, ReplicaState
 
-# --- the log4j line --------------------------------------------------------------------------
-# ``[2024-01-02 03:04:05,678] INFO <message> (logger)``; the logger suffix is optional so that
-# lines from a layout without ``(%c)`` are still read.
-LOG4J_LINE = re.compile(
-    r"\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})?)(?:Z|[+-]\d\d:?\d\d)?\] "
-    r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) (?P<msg>.*)$")
-LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL"})
-_KAFKA_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}")
-
-
-def split_log4j(text: str) -> tuple[str, str, str] | None:
-    """(timestamp, level, message) of a log4j line; None for any other line."""
-    # Fast path for Kafka's own layout: "[yyyy-MM-dd HH:mm:ss,SSS] LEVEL message".
-    if len(text) > 27 and text[24] == "]" and text[25] == " " and text[11] == " ":
-        space = text.find(" ", 26)
-        level = text[26:space]
-        if space > 0 and level in LEVELS and _KAFKA_TIMESTAMP.fullmatch(text, 1, 24):
-            return text[1:24], level, text[space + 1:]
-    m = LOG4J_LINE.match(text)
-    return (m["ts"], m["level"], m["msg"]) if m else None
-
-
-def split_logger(msg: str) -> tuple[str | None, str]:
-    """(logger, message) from ``message (logger)``; (None, msg) when no logger is printed."""
-    if not msg.endswith(")"):
-        msg_r = msg.rstrip()
-        if not msg_r.endswith(")"):
-            return None, msg
-        msg = msg_r
-    start = msg.rfind(" (")
-    logger = msg[start + 2:-1]
-    if start < 0 or not logger or " " in logger or "(" in logger or "=" in logger:
-        return None, msg
-    return logger, msg[:start]
-
-
-# Lines that continue the previous entry: stack frames and indented message lines, an
-# exception's head ("java.io.IOException: ..." / "java.lang.InterruptedException"), its causes.
-CONTINUATION = re.compile(
-    r"(?:\s|Caused by: |Suppressed: |\.\.\. \d+ more|"
-    r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?::|\s*$))")
-# The parts of a stack trace that cannot be anything else, even with no log line before them
-# (a file cut in the middle of a trace).
-STACK_TRACE_LINE = re.compile(r"(?:\s+at [\w$.<>/]+\(.*\)\s*$|\s*Caused by: |\s*\.\.\. \d+ more\s*$)")
+# The layout of a line (timestamp, level, logger, continuation lines) is audit.log_layouts' business.
 EXCEPTION_HEAD = re.compile(
     r"(?:Caused by: )?(?P<cls>[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+)(?::\s?(?P<msg>.*))?\s*$")
 

@@ -1,13 +1,16 @@
-"""The line interpreter behind ``audit.kafka_text_logs``: Kafka log lines in, audit rows out.
+"""The ZooKeeper-era meaning of Kafka's log lines, behind ``audit.kafka_text_logs``: log lines in, audit rows out.
 
-:class:`KafkaLogReader` reads one file's lines in order. Each log4j line is split into
-timestamp, level, ident prefix, message and logger, then dispatched on the message's first word
-to the few templates that may match it (``audit.kafka_line_patterns``): a line becomes rows, or
-is a known line that makes none, or is counted and sampled as not understood. The reader keeps
-what later lines need: the last epoch of each controller id, the controller that last took over
-(for lines that name none), each partition's last known ISR (to tell an unclean election), and a
-row waiting for its next line (a failure for its exception class, an unclean-election warning for
-the selector's result). It also collects the evidence of the Kafka era the file comes from.
+:class:`KafkaLogReader` reads the *items* of one file (or of several read as one: a rotated set, brokers'
+files merged by time) that ``audit.log_layouts`` made of its lines, whatever their layout: each log
+line's timestamp, level, logger and message, continuation lines, blank and unknown lines. It splits a
+message into its ident prefix and body and dispatches the body on its first word to the few templates
+that may match it (``audit.kafka_line_patterns``): a line becomes rows, or is a known line that makes
+none, or is counted and sampled as not understood. The reader keeps what later lines need: the last
+epoch of each controller id, the controller that last took over (for lines that name none), each
+partition's last known ISR (to tell an unclean election), and, per stream (a container of a
+docker-compose or Kubernetes log), a row waiting for its next line (a failure for its exception class,
+an unclean-election warning for the selector's result). It also collects the evidence of the Kafka era
+the file comes from.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from audit import kafka_line_patterns as pat
+from audit.log_layouts import BLANK, CONT, LOG, PART, LineSplitter
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
     REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED, AuditRow,
@@ -34,6 +38,8 @@ _NEW = PartitionState.NewPartition.byte
 _ONLINE = PartitionState.OnlinePartition.byte
 _OFFLINE = PartitionState.OfflinePartition.byte
 _NON_EXISTENT = PartitionState.NonExistentPartition.byte
+# What a logger says about its lines (see _logger_class).
+_L_CONTROLLER, _L_KRAFT, _L_ELECTOR, _L_OTHER = 0, 1, 2, 3
 
 
 @dataclass
@@ -41,7 +47,7 @@ class LineCounts:
     """How the lines of a file were read; every line is counted in exactly one field."""
     rows: int = 0            # understood, and became one or more audit rows
     other: int = 0           # understood controller/broker/KRaft line that makes no row
-    continuation: int = 0    # stack-trace or multi-line message continuation
+    continuation: int = 0    # stack-trace or multi-line message continuation (or a partial line)
     header: int = 0          # header ('#') and blank lines
     not_understood: int = 0
 
@@ -52,7 +58,8 @@ class LineCounts:
 
 @dataclass
 class KafkaLogReading:
-    """What one file said: its rows, how its lines were read, and what kind of log it is."""
+    """What one file (or one set of files read as one) said: its rows, how its lines were read, what kind
+    of log it is."""
     path: str
     run_id: str
     rows: list[AuditRow]
@@ -60,25 +67,40 @@ class KafkaLogReading:
     not_understood_sample: list[tuple[int, str]]   # (line number, line), the first SAMPLE_SIZE
     era: str | None                                # ERA_* or None when nothing told
     kraft: bool                                    # KRaft lines seen: no controller state machines here
-    is_log4j: bool                                 # any line in Kafka's log4j layout at all
+    is_log4j: bool                                 # any line in a known log layout at all
     version_hints: tuple[str, ...] = ()            # finer version evidence ("0.8.0", "3.5+", ...)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    layouts: dict[str, int] = field(default_factory=dict)   # log lines per layout ("kafka", "compose+strimzi")
+    sources: tuple[str, ...] = ()                  # the files read, in reading order (when more than one)
+
+    @property
+    def understood(self) -> bool:
+        """Whether any line was understood: a log line (row or not) or a continuation of one."""
+        c = self.counts
+        return bool(c.rows or c.other or c.continuation)
 
 
 class KafkaLogReader:
-    """Streams one file's rows (:meth:`rows`); afterwards :meth:`reading` tells the rest."""
+    """Streams one file's rows (:meth:`rows`); afterwards :meth:`reading` tells the rest.
 
-    def __init__(self, path: str, lines: Iterable[str], *, run_id: str, sample_size: int = SAMPLE_SIZE):
+    ``lines`` are the file's text lines; or give ``items`` (``audit.log_layouts`` items, e.g. several
+    files chained or merged, with the ``splitter`` that made them) instead."""
+
+    def __init__(self, path: str, lines: Iterable[str] | None, *, run_id: str, sample_size: int = SAMPLE_SIZE,
+                 items: Iterable[tuple] | None = None, splitter: LineSplitter | None = None,
+                 sources: tuple[str, ...] = ()):
         self.path = path
         self.run_id = run_id
-        self._lines = lines
+        self._splitter = splitter or LineSplitter()
+        self._items = items if items is not None else self._splitter.split(lines, path)
+        self.sources = sources
         self.sample_size = sample_size
         self.counts = LineCounts()
         self.sample: list[tuple[int, str]] = []
         self._eras: Counter = Counter()
         self._hints: set[str] = set()
         self._kraft_lines = 0
-        self._log4j_lines = 0
+        self._log_lines = 0
         self._state_change_lines = 0
         self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
         self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
@@ -88,8 +110,14 @@ class KafkaLogReader:
         self._pending: AuditRow | None = None  # a row waiting for its next line (exception, selector)
         self._pending_kind: str | None = None
         self._awaiting_exception = False
+        self._stream = None                    # the stream of the line being read
+        self._parked: dict = {}                # stream -> its (pending, kind, awaiting) while others are read
         self._minute_ms: dict[str, int] = {}
+        self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
+        self._loggers: dict = {}               # logger -> _L_*
         # Context of the log line being read.
+        self._seq = 0
+        self._source = path
         self._no = 0
         self._ts = ""
         self._cid = -1
@@ -99,20 +127,47 @@ class KafkaLogReader:
 
     # --- driving -------------------------------------------------------------------------------
     def rows(self) -> Iterator[AuditRow]:
-        for no, text in enumerate(self._lines, 1):
-            self._feed(no, text.rstrip("\r\n"))
-            if self._out:
-                yield from self._out
-                self._out = []
+        out = self._out
+        counts = self.counts
+        for item in self._items:
+            kind = item[0]
+            if item[9] is not self._stream and item[9] != self._stream and kind <= CONT:
+                self._switch_stream(item[9])
+            if kind == LOG:
+                self._log_line(item)
+            elif kind == CONT:
+                counts.continuation += 1
+                if self._awaiting_exception:
+                    self._continuation(item[4])
+            elif kind == PART:
+                counts.continuation += 1
+            elif kind == BLANK:
+                counts.header += 1
+            else:
+                self._not_understood(item[3], item[4])
+            if out:
+                yield from out
+                out.clear()
         self._flush_pending()
-        yield from self._out
-        self._out = []
+        for stream in list(self._parked):
+            self._switch_stream(stream)
+            self._flush_pending()
+        yield from out
+        out.clear()
+
+    def _switch_stream(self, stream) -> None:
+        """Park the waiting row of the stream being left; take up the one of ``stream``."""
+        if self._pending is not None:
+            self._parked[self._stream] = (self._pending, self._pending_kind, self._awaiting_exception)
+        self._pending, self._pending_kind, self._awaiting_exception = self._parked.pop(stream, (None, None, False))
+        self._stream = stream
 
     def reading(self, rows: list[AuditRow]) -> KafkaLogReading:
         return KafkaLogReading(
             path=self.path, run_id=self.run_id, rows=rows, counts=self.counts,
             not_understood_sample=list(self.sample), era=self.era, kraft=self._kraft_lines > 0,
-            is_log4j=self._log4j_lines > 0, version_hints=tuple(sorted(self._hints)), notes=self._notes(rows))
+            is_log4j=self._log_lines > 0, version_hints=tuple(sorted(self._hints)), notes=self._notes(rows),
+            layouts=dict(self._splitter.layouts.most_common()), sources=tuple(self.sources))
 
     @property
     def era(self) -> str | None:
@@ -126,8 +181,11 @@ class KafkaLogReader:
         if self._kraft_lines:
             notes.append(f"KRaft: no controller state machines here ({self._kraft_lines} KRaft lines, "
                          f"none made a row)")
-        if not self._log4j_lines and self.counts.total > self.counts.header:
-            notes.append("no line in Kafka's log4j layout: not a Kafka log file")
+        if not self._log_lines and self.counts.total > self.counts.header:
+            notes.append("no line in any known log layout: not a Kafka log file")
+        layouts = self._splitter.layouts
+        if layouts and set(layouts) != {"kafka"}:
+            notes.append("log layouts read: " + ", ".join(f"{k} ({n} lines)" for k, n in layouts.most_common()))
         if (self.era == ERA_2_6 and self._state_change_lines
                 and not any(r.kind == REPLICA_TRANSITION for r in rows)):
             notes.append("INFO-level state-change logging (Kafka 2.6+ default): per-replica transitions "
@@ -138,84 +196,96 @@ class KafkaLogReader:
         return tuple(notes)
 
     # --- one line ------------------------------------------------------------------------------
-    def _feed(self, no: int, text: str) -> None:
-        if not text or text[0] == "#" or text.isspace():
-            self.counts.header += 1
-            return
-        parts = pat.split_log4j(text) if text[0] == "[" else None
-        if parts is not None:
-            self._log4j_lines += 1
-            self._log_line(no, parts[0], parts[2])
-        elif (self._log4j_lines and pat.CONTINUATION.match(text)) or pat.STACK_TRACE_LINE.match(text):
-            self.counts.continuation += 1
-            self._continuation(text)
-        else:
-            self._not_understood(no, text)
-
     def _not_understood(self, no: int, text: str) -> None:
         self.counts.not_understood += 1
         if len(self.sample) < self.sample_size:
             self.sample.append((no, text))
 
     def _continuation(self, text: str) -> None:
-        if self._awaiting_exception:
-            self._awaiting_exception = False
-            head = pat.EXCEPTION_HEAD.match(text.strip())
-            if head is not None and self._pending is not None and self._pending_kind == "failure":
-                cls = head.group("cls").rsplit(".", 1)[-1].rsplit("$", 1)[-1]
-                self._pending = self._pending._replace(error=cls)
-
-    def _log_line(self, no: int, ts: str, msg: str) -> None:
-        self._no, self._ts = no, ts
         self._awaiting_exception = False
-        logger, msg = pat.split_logger(msg)
+        head = pat.EXCEPTION_HEAD.match(text.strip())
+        if head is not None and self._pending is not None and self._pending_kind == "failure":
+            cls = head.group("cls").rsplit(".", 1)[-1].rsplit("$", 1)[-1]
+            self._pending = self._pending._replace(error=cls)
+
+    def _log_line(self, item: tuple) -> None:
+        _, self._seq, self._source, no, msg, ts, level, logger, _, _ = item
+        self._no, self._ts = no, ts
+        self._log_lines += 1
+        self._awaiting_exception = False
         if logger == "state.change.logger":
             self._state_change_lines += 1
-        ident, body = self._split_ident(msg)
-        role, cid, epoch = self._ident_role(ident)
+        if msg[:1] == "[":
+            ident, body = self._split_ident(msg)
+        else:
+            ident, body = None, msg
+        role = self._idents.get(ident)
+        if role is None:
+            role = self._idents[ident] = self._ident_role(ident)
         if self._pending is not None:
             if self._attach_to_pending(body):
                 return
             self._flush_pending()
         self._made_row = False
-        category = self._classify(role, cid, epoch, ident, body, logger)
+        category = self._classify(role[0], role[1], role[2], ident, body, logger)
         if category == "row" or self._made_row:
             self.counts.rows += 1
         elif category == "other":
             self.counts.other += 1
         else:
-            self._not_understood(no, self._line_text(ts, msg, logger))
+            self._not_understood(no, self._line_text(ts, level, msg, logger))
 
     @staticmethod
-    def _line_text(ts: str, msg: str, logger: str | None) -> str:
-        return f"[{ts}] {msg}" + (f" ({logger})" if logger else "")
+    def _line_text(ts: str | None, level: str, msg: str, logger: str | None) -> str:
+        return f"[{ts}] {level} {msg}" + (f" ({logger})" if logger else "")
+
+    def _logger_class(self, logger: str | None) -> int:
+        cls = self._loggers.get(logger)
+        if cls is None:
+            if pat.is_kraft_logger(logger):
+                cls = _L_KRAFT
+            elif logger is not None and logger.startswith(pat.ELECTOR_LOGGER):
+                cls = _L_ELECTOR
+            elif pat.is_controller_logger(logger):
+                cls = _L_CONTROLLER
+            else:
+                cls = _L_OTHER
+            self._loggers[logger] = cls
+        return cls
 
     def _classify(self, role, cid, epoch, ident, body, logger) -> str:
         """"row", "other" or "not_understood" for one log line (rows are emitted on the way)."""
-        key = pat.dispatch_key(body)
-        if role == "kraft" or pat.is_kraft_logger(logger) or (
+        end = body.find(" ")
+        key = body if end < 0 else body[:end]
+        if key[:1].isdigit() or (key[:1] == "-" and key[1:2].isdigit()):
+            key = "#"
+        else:
+            key = key.lower()
+        lclass = self._logger_class(logger)
+        if role == "kraft" or lclass == _L_KRAFT or (
                 logger == "state.change.logger" and pat.is_kraft_state_change(key, body)):
             self._kraft_lines += 1
             return "other"
         self._era_evidence(role, key, body)
-        if not pat.is_controller_logger(logger):
+        if lclass == _L_OTHER:
             return "other"                       # broker, network, log manager, ZooKeeper client ...
-        if logger is not None and logger.startswith(pat.ELECTOR_LOGGER):
+        if lclass == _L_ELECTOR:
             return self._elector_line(body)
         if role == "broker":
             return "other"                       # broker side of the state-change log
         return self._controller_line(cid, epoch, ident, key, body, logger)
 
     def _era_evidence(self, role: str | None, key: str, body: str) -> None:
-        if role in ("controller", "broker"):
-            self._eras[ERA_1_0] += 1             # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
-        elif role == "controller-old":
-            self._eras[ERA_0_8] += 1             # "[Controller N]: "
+        if role is not None:
+            if role in ("controller", "broker"):
+                self._eras[ERA_1_0] += 1         # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
+            elif role == "controller-old":
+                self._eras[ERA_0_8] += 1         # "[Controller N]: "
         if pat.is_since_2_6(key, body):
             self._eras[ERA_2_6] += 1
 
     def _controller_line(self, cid, epoch, ident, key: str, body: str, logger) -> str:
-        em = pat.EMBEDDED_CONTROLLER.match(body)
+        em = pat.EMBEDDED_CONTROLLER.match(body) if body[:11] == "Controller " else None
         if em is not None:                       # "Controller N epoch E ..." (0.8–0.11; 1.1+ failures)
             if ident is None:
                 self._eras[ERA_0_8] += 1
@@ -288,6 +358,8 @@ class KafkaLogReader:
 
     def _ts_ms(self, ts: str) -> int | None:
         """The line's time in ms, read as UTC (log4j prints the broker's local time, without a zone)."""
+        if ts is None:
+            return None
         try:
             base = self._minute_ms.get(ts[:16])
             if base is None:
@@ -304,7 +376,8 @@ class KafkaLogReader:
     # --- rows ------------------------------------------------------------------------------------
     def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
              leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
-        return AuditRow(self.run_id, self.path, self._no, self._no, kind, self._cid, self._epoch, self._ts_ms(self._ts),
+        return AuditRow(self.run_id, self._source, self._no, self._seq, kind, self._cid, self._epoch,
+                        self._ts_ms(self._ts),
                         entity, topic, partition, replica, frm, to, leader, leader_epoch, isr, replicas,
                         unclean, error)
 

@@ -2,11 +2,19 @@
 
 One file is one run (``run_id`` derived from the file name); every row's ``position`` and
 ``seq`` are its 1-based line number, ``source`` the path. The file is streamed line by line
-(plain or gzip-compressed text) through :class:`audit.kafka_log_reader.KafkaLogReader`; nothing
-on a bad line raises — lines not understood are counted and sampled. Only a file that cannot be
-read as text at all raises :class:`KafkaLogError` (missing, a directory, empty, binary content,
-a truncated or corrupt gzip stream). Lines may end with LF, CRLF or, in a file with no LF at all,
-CR alone.
+(plain or gzip-compressed text), its lines taken apart by ``audit.log_layouts`` (any layout: Kafka's,
+Strimzi's, custom ones, docker-compose or Kubernetes prefixes, JSON lines from log shippers) and
+read by :class:`audit.kafka_log_reader.KafkaLogReader`; nothing on a bad line raises — lines not
+understood are counted and sampled. Lines may end with LF, CRLF or, in a file with no LF at all, CR
+alone. :class:`KafkaLogError` is raised for a file that cannot be read as text at all (missing, a
+directory, empty, binary content, a truncated or corrupt gzip stream) and by :func:`read_kafka_log`
+for a file none of whose lines is understood (not a Kafka log, or in a layout not known): such a
+file is not "clean with 0 rows".
+
+Several files can be read as one run: a rotated set (``state-change.log``, ``.1``,
+``.2024-01-01-10``, oldest first: :func:`read_kafka_logs`) or several brokers' files merged by
+timestamp (``merge=True``). Rows then keep their own file and line as ``source`` and ``position``;
+``seq`` numbers the lines of the run in reading order.
 
 Rows made: replica and partition transitions (with leader, leader epoch and ISR when the line
 prints them, assigned replicas for NewPartition), failed and refused transitions (the exception
@@ -26,15 +34,16 @@ from collections.abc import Iterable, Iterator
 from audit.kafka_log_reader import (
     ERA_0_8, ERA_1_0, ERA_2_6, ERA_KRAFT, SAMPLE_SIZE, KafkaLogReader, KafkaLogReading, LineCounts,
 )
+from audit.log_layouts import LineSplitter, chain, merge_by_time, rotation_order, rotation_sets
 
 __all__ = ["ERA_0_8", "ERA_1_0", "ERA_2_6", "ERA_KRAFT", "SAMPLE_SIZE", "KafkaLogError", "KafkaLogReader",
-           "KafkaLogReading", "LineCounts", "iter_text_lines", "open_kafka_log", "read_kafka_lines", "read_kafka_log",
-           "run_id_for"]
+           "KafkaLogReading", "LineCounts", "iter_text_lines", "open_kafka_log", "open_kafka_logs",
+           "read_kafka_lines", "read_kafka_log", "read_kafka_logs", "rotation_order", "rotation_sets", "run_id_for"]
 _SNIFF_BYTES = 65536
 
 
 class KafkaLogError(Exception):
-    """A file that cannot be read as a Kafka log at all (missing, a directory, binary)."""
+    """A file that cannot be read as a Kafka log at all (missing, a directory, binary, nothing understood)."""
 
     def __init__(self, path, reason: str):
         self.path = str(path)
@@ -48,7 +57,8 @@ def run_id_for(path) -> str:
 
 
 def open_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReader:
-    """A reader over one file, for streaming: ``for row in reader.rows()``, then ``reader.reading(...)``.
+    """A reader over one file, for streaming: ``for row in reader.rows()``, then ``reader.reading(...)``
+    (check ``reading.understood``: :func:`read_kafka_log` raises when it is false).
 
     The file is opened and checked here (KafkaLogError if it cannot be read as text).
     """
@@ -56,17 +66,51 @@ def open_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReader:
     return KafkaLogReader(path, iter_text_lines(path), run_id=run_id or run_id_for(path))
 
 
+def open_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None = None) -> KafkaLogReader:
+    """A reader over several files as one run: in the order given (a rotated set: see
+    :func:`rotation_order`), or with ``merge`` interleaved by timestamp (several brokers' files)."""
+    paths = [os.fspath(p) for p in paths]
+    if not paths:
+        raise ValueError("no file to read")
+    splitter = LineSplitter()
+    streams = [splitter.split(iter_text_lines(p), p) for p in paths]   # every file is checked here
+    items = merge_by_time(streams) if merge else chain(streams)
+    return KafkaLogReader(paths[-1], None, run_id=run_id or run_id_for(paths[-1]), items=items, splitter=splitter,
+                          sources=tuple(paths))
+
+
 def read_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReading:
-    """Read one Kafka ``state-change.log`` / ``controller.log`` (or any Kafka log4j file) whole."""
+    """Read one Kafka ``state-change.log`` / ``controller.log`` (or any Kafka log file) whole.
+
+    KafkaLogError when no line of it is understood: it is not a Kafka log, or not in a layout known."""
     reader = open_kafka_log(path, run_id=run_id)
-    return reader.reading(list(reader.rows()))
+    return _understood(reader.reading(list(reader.rows())))
+
+
+def read_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None = None) -> KafkaLogReading:
+    """Read several files as one run (see :func:`open_kafka_logs`); KafkaLogError as for one file."""
+    reader = open_kafka_logs(paths, merge=merge, run_id=run_id)
+    return _understood(reader.reading(list(reader.rows())))
 
 
 def read_kafka_lines(lines: Iterable[str], *, source: str = "<lines>", run_id: str | None = None
                      ) -> KafkaLogReading:
-    """Read log lines already in memory (tests, other sources) as if they were the file ``source``."""
+    """Read log lines already in memory (tests, other sources) as if they were the file ``source``.
+    Nothing raises here: ``reading.understood`` tells whether any line was understood."""
     reader = KafkaLogReader(source, lines, run_id=run_id or run_id_for(source))
     return reader.reading(list(reader.rows()))
+
+
+def _understood(reading: KafkaLogReading) -> KafkaLogReading:
+    if reading.understood:
+        return reading
+    c = reading.counts
+    if c.not_understood == 0:
+        raise KafkaLogError(reading.path, f"no log lines to audit: {c.total} blank or comment line(s)")
+    no, text = reading.not_understood_sample[0]
+    shown = text if len(text) <= 120 else text[:117] + "..."
+    raise KafkaLogError(reading.path, f"not a Kafka log: none of its {c.not_understood} line(s) is a log line in "
+                                      f"a known layout (line {no}: {shown!r})")
 
 
 # --- reading the file as text ------------------------------------------------------------------

@@ -1,0 +1,462 @@
+"""The layout of a log line, apart from what its message means: timestamp, level, logger, thread, message.
+
+Kafka's own logs reach the audit in many layouts. This module takes any of them apart, line by line,
+into the same pieces, so that the modules that give messages their meaning (the ZooKeeper-era
+controller lines of ``audit.kafka_log_reader``, and any later one) never see a layout. Layouts read:
+
+- ``kafka``: Kafka's default log4j layout ``[%d] %p %m (%c)%n`` (also what the Confluent images and
+  the Bitnami images print: they ship Kafka's pattern), ``%d`` plain or ISO 8601;
+- ``strimzi``: ``%d{ISO8601} %p %m (%c) [%t]%n`` (timestamp without brackets, thread at the end), and
+  any ``%d %p %m`` with or without ``(%c)``;
+- ``dash``: ``%d %p %c:%L - %m%n`` and its kin (``%d %-5p %c{1}:%L - %m``, ``%d [%t] %-5p %c - %m``);
+- ``bitnami-script``: the Bitnami start scripts' own lines (``kafka 10:41:22.69 INFO  ==> ...``);
+- ``json``: JSON lines from log shippers: a raw line in a ``log``/``message`` field (Docker's json-file
+  driver, Fluent Bit, Filebeat), or the pieces as fields, ECS style (``@timestamp``, ``log.level``,
+  ``log.logger``, ``process.thread.name``, ``error.stack_trace``, flat or nested), Logstash style
+  (``level``, ``logger_name``, ``thread_name``, ``stack_trace``) or log4j2's JsonLayout (``instant``/
+  ``timeMillis``, ``loggerName``, ``thrown``);
+- any of these behind a prefix: docker-compose (``kafka_1  | ``, colours stripped), Kubernetes' CRI
+  files (``2024-01-01T00:00:00.000000000Z stdout F ``; ``P`` partial lines are joined), ``kubectl logs
+  --timestamps`` and ``--prefix`` (``[pod/kafka-0/kafka] ``). A prefix names a *stream* (a container):
+  a stack trace's lines belong to the last entry of their own stream, however streams interleave.
+
+The layout is found per line (the last layout that fitted is tried first), so concatenated files of
+different layouts read as well as one. Lines that continue an entry (stack traces, multi-line
+messages) are told from lines no layout fits. Timestamps are returned as ``yyyy-MM-dd HH:mm:ss,SSS``
+(the wall time as printed; a zone, when printed, is dropped), so that they compare as strings.
+
+:func:`split_lines` turns one file's lines into *items*, tuples ``(kind, seq, source, line, text, ts,
+level, logger, thread, stream)``: ``kind`` is LOG (``text`` is the message, without its logger or
+thread), CONT (a continuation line), PART (a partial line joined to the next), BLANK (empty, blank or
+a ``#`` comment) or UNKNOWN (``text`` is the line as read). :func:`rotation_order` orders a rotated
+set of files oldest first, :func:`chain` and :func:`merge_by_time` read several files as one stream.
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+LOG, CONT, PART, BLANK, UNKNOWN = 0, 1, 2, 3, 4
+LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "SEVERE"})
+_LEVEL = r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)"
+# A log4j timestamp: "2024-01-02 03:04:05,678", ISO 8601 with 'T', '.', 0-9 fraction digits, a zone.
+_TS = r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})?)(?:Z|[+-]\d\d:?\d\d)?"
+_KAFKA_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}")
+# Kafka's layout with its usual timestamp, in one match: what split_logger does, as a regex.
+_KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
+                         r"(?:(.*) \(([^\s()=]+)\)\s*|(.*))$")
+
+KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
+DASH = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:\[(?P<t2>[^\]]*)\]\s+)?"
+                  r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<msg>.*)$")
+BARE = re.compile(_TS + r"\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
+BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
+_THREAD_TAIL = re.compile(r"\) \[(?P<thread>[^\[\]]*)\]\s*$")
+
+COMPOSE_PREFIX = re.compile(r"(?P<stream>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<rest>.*)$")
+CRI_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) "
+                        r"(?P<stream>stdout|stderr) (?P<tag>[FP]) ?(?P<rest>.*)$")
+TIMESTAMP_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (?P<rest>.*)$")
+KUBECTL_PREFIX = re.compile(r"\[pod/(?P<stream>[^/\]\s]+)/[^\]\s]+\] (?P<rest>.*)$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+# Lines that continue the previous entry: stack frames and indented message lines, an exception's
+# head ("java.io.IOException: ..." / "java.lang.InterruptedException"), its causes.
+CONTINUATION = re.compile(
+    r"(?:\s|Caused by: |Suppressed: |\.\.\. \d+ more|"
+    r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+(?::|\s*$))")
+# The parts of a stack trace that cannot be anything else, even with no log line before them
+# (a file cut in the middle of a trace).
+STACK_TRACE_LINE = re.compile(r"(?:\s+at [\w$.<>/]+\(.*\)\s*$|\s*Caused by: |\s*\.\.\. \d+ more\s*$)")
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[\w$]+)+$")
+
+
+class LayoutLine(NamedTuple):
+    """One log line taken apart (see :func:`parse_line`)."""
+    layout: str          # "kafka", "strimzi", "dash", "json", ... with its prefixes: "compose+kafka"
+    ts: str | None       # yyyy-MM-dd HH:mm:ss,SSS, or None when the line prints none
+    level: str
+    logger: str | None   # None when the layout prints no logger
+    thread: str | None
+    message: str
+    stream: str | None   # the container a prefix named, if any
+
+
+def normalize_ts(ts: str) -> str:
+    """``yyyy-MM-dd HH:mm:ss,SSS`` from a log4j/ISO 8601 timestamp (zone already cut)."""
+    if len(ts) == 23 and ts[10] == " " and ts[19] == ",":
+        return ts
+    frac = ts[20:23] if len(ts) > 19 else ""
+    return f"{ts[:10]} {ts[11:19]},{frac.ljust(3, '0')}"
+
+
+def split_logger(msg: str) -> tuple[str | None, str]:
+    """(logger, message) from ``message (logger)``; (None, msg) when no logger is printed."""
+    if not msg.endswith(")"):
+        msg_r = msg.rstrip()
+        if not msg_r.endswith(")"):
+            return None, msg
+        msg = msg_r
+    start = msg.rfind(" (")
+    logger = msg[start + 2:-1]
+    if start < 0 or not logger or " " in logger or "(" in logger or "=" in logger:
+        return None, msg
+    return logger, msg[:start]
+
+
+# --- the message layouts: text -> (layout, ts, level, logger, thread, message) or None --------------
+def _kafka(text: str):
+    if text[:1] != "[":
+        return None
+    # Fast path for "[yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger)".
+    if len(text) > 27 and text[24] == "]" and text[25] == " " and text[11] == " ":
+        space = text.find(" ", 26)
+        level = text[26:space]
+        if space > 0 and level in LEVELS and _KAFKA_TIMESTAMP.fullmatch(text, 1, 24):
+            logger, msg = split_logger(text[space + 1:])
+            return "kafka", text[1:24], level, logger, None, msg
+    m = KAFKA.match(text)
+    if m is None:
+        return None
+    logger, msg = split_logger(m["msg"])
+    return "kafka", normalize_ts(m["ts"]), m["level"], logger, None, msg
+
+
+def _dated(text: str):
+    """The layouts that open with a bare timestamp: dash (``%c:%L - %m``), then Strimzi's and kin."""
+    m = DASH.match(text)
+    if m is not None:
+        return "dash", normalize_ts(m["ts"]), m["level"], m["logger"], m["t1"] or m["t2"], m["msg"]
+    m = BARE.match(text)
+    if m is None:
+        return None
+    msg, thread = m["msg"], None
+    if msg.endswith("]"):
+        t = _THREAD_TAIL.search(msg)
+        if t is not None:
+            thread, msg = t["thread"], msg[:t.start() + 1]
+    logger, msg = split_logger(msg)
+    return "strimzi", normalize_ts(m["ts"]), m["level"], logger, thread, msg
+
+
+def _bitnami_script(text: str):
+    m = BITNAMI_SCRIPT.match(text)
+    if m is None:
+        return None
+    return "bitnami-script", None, m["level"], "bitnami." + m["name"], None, m["msg"]
+
+
+_LAYOUTS = (_kafka, _dated, _bitnami_script)
+
+
+def _message_layout(text: str, first):
+    """The first message layout that fits ``text`` (``first`` is tried first), or None."""
+    parts = first(text)
+    if parts is not None:
+        return parts, first
+    for layout in _LAYOUTS:
+        if layout is not first:
+            parts = layout(text)
+            if parts is not None:
+                return parts, layout
+    return None, first
+
+
+# --- JSON lines -------------------------------------------------------------------------------------
+def _field(obj: dict, *names):
+    """The first of ``names`` present in ``obj``: ``a.b`` is the flat key or the nested one."""
+    for name in names:
+        value = obj.get(name)
+        if value is None and "." in name:
+            head, _, tail = name.partition(".")
+            inner = obj.get(head)
+            if isinstance(inner, dict):
+                value = inner.get(tail)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def _json_ts(obj: dict) -> str | None:
+    value = _field(obj, "@timestamp", "timestamp", "time", "ts", "date")
+    if isinstance(value, str):
+        m = re.match(_TS, value.strip())
+        return normalize_ts(m["ts"]) if m else None
+    millis = None
+    if isinstance(value, (int, float)):
+        millis = value if value > 1e11 else value * 1000
+    instant = obj.get("instant")
+    if isinstance(instant, dict) and "epochSecond" in instant:
+        millis = instant["epochSecond"] * 1000 + instant.get("nanoOfSecond", 0) // 1_000_000
+    elif isinstance(obj.get("timeMillis"), (int, float)):
+        millis = obj["timeMillis"]
+    if millis is None:
+        return None
+    millis = int(millis)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(millis // 1000)) + f",{millis % 1000:03d}"
+
+
+def _json_stack(obj: dict) -> list[str]:
+    stack = _field(obj, "error.stack_trace", "stack_trace", "stacktrace", "exception")
+    if isinstance(stack, str):
+        return stack.splitlines()
+    thrown = obj.get("thrown")
+    if isinstance(thrown, dict) and thrown.get("name"):
+        head = thrown["name"] + (f": {thrown['message']}" if thrown.get("message") else "")
+        return [head]
+    if isinstance(stack, dict) and stack.get("class"):       # {"exception": {"class": .., "message": ..}}
+        return [stack["class"] + (f": {stack['message']}" if stack.get("message") else "")]
+    return []
+
+
+class _Json(NamedTuple):
+    raw: str | None                      # a whole line in some layout, as a shipper forwarded it
+    parts: tuple | None                  # (ts, level, logger, thread, message) given as fields
+    more: list                           # further lines: the message's, then the stack trace's
+
+
+def _json_line(text: str) -> _Json | None:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    message = _field(obj, "message", "msg", "log")
+    if isinstance(message, dict):           # ECS nested "log": {...} without a message: not a line
+        message = None
+    if not isinstance(message, str):
+        return None
+    lines = message.rstrip("\r\n").split("\n") if message else [""]
+    level = _field(obj, "log.level", "level", "severity", "loglevel")
+    stack = _json_stack(obj)
+    if not isinstance(level, str) or level.upper() not in LEVELS:
+        return _Json(lines[0].rstrip("\r"), None, [x.rstrip("\r") for x in lines[1:]] + stack)
+    logger = _field(obj, "log.logger", "logger_name", "loggerName", "logger")
+    thread = _field(obj, "process.thread.name", "thread_name", "thread")
+    return _Json(None, (_json_ts(obj), level.upper(), logger if isinstance(logger, str) else None,
+                        thread if isinstance(thread, str) else None, lines[0].rstrip("\r")),
+                 [x.rstrip("\r") for x in lines[1:]] + stack)
+
+
+# --- one file's lines -> items ----------------------------------------------------------------------
+class LineSplitter:
+    """Splits the lines of one or more files into items (see the module docstring); ``layouts`` counts
+    the log lines read in each layout (``compose+kafka``: Kafka's layout behind a docker-compose prefix)."""
+
+    def __init__(self):
+        self.layouts: Counter = Counter()
+        self._first = _kafka
+        self._streams: set = set()           # streams that have had a log line (continuations follow it)
+        self._partial: dict = {}             # stream -> the text of its CRI partial lines so far
+
+    def split(self, lines: Iterable[str], source: str) -> Iterator[tuple]:
+        """Items of one file's lines; ``seq`` and ``line`` are the 1-based line number."""
+        # The loop reads Kafka's own layout and indented continuation lines inline: they are nearly
+        # every line of a Kafka log, and a call per line would halve the reading speed.
+        kafka, layouts, parse, streams = _kafka, self.layouts, self._parse, self._streams
+        fast_match = _KAFKA_FAST.match
+        stack_line = STACK_TRACE_LINE.match
+        fast = 0
+        try:
+            for no, text in enumerate(lines, 1):
+                last = text[-1:]
+                if last == "\n" or last == "\r":
+                    text = text.rstrip("\r\n")
+                first = text[:1]
+                if first == "[" and self._first is kafka:
+                    m = fast_match(text)
+                    if m is not None:
+                        if not fast:
+                            streams.add(None)
+                        fast += 1
+                        ts, level, msg, logger, bare = m.groups()
+                        yield (LOG, no, source, no, bare if msg is None else msg, ts, level, logger, None, None)
+                        continue
+                elif (first == "\t" or first == " ") and not text.isspace():
+                    # No layout opens with blank space: a continuation, or a line not understood.
+                    if None in streams or stack_line(text):
+                        yield (CONT, no, source, no, text, None, None, None, None, None)
+                    else:
+                        yield (UNKNOWN, no, source, no, text, None, None, None, None, None)
+                    continue
+                yield from parse(no, text, source)
+        finally:
+            if fast:
+                layouts["kafka"] += fast
+
+    def _parse(self, no: int, text: str, source: str, depth: int = 0, stream=None, prefix: str = "",
+               outer_ts: str | None = None) -> Iterator[tuple]:
+        if not text or text.isspace() or (text[0] == "#" and not depth):
+            yield (BLANK, no, source, no, text, None, None, None, None, stream)
+            return
+        parts, self._first = _message_layout(text, self._first)
+        if parts is not None:
+            self._streams.add(stream)
+            self.layouts[prefix + parts[0]] += 1
+            ts = parts[1] if parts[1] is not None else outer_ts
+            yield (LOG, no, source, no, parts[5], ts, parts[2], parts[3], parts[4], stream)
+            return
+        if depth < 3:
+            inner = self._prefixed(no, text, source, depth, stream, prefix)
+            if inner is not None:
+                yield from inner
+                return
+        if STACK_TRACE_LINE.match(text) or (stream in self._streams and CONTINUATION.match(text)):
+            yield (CONT, no, source, no, text, None, None, None, None, stream)
+        else:
+            yield (UNKNOWN, no, source, no, text, None, None, None, None, stream)
+
+    def _prefixed(self, no, text, source, depth, stream, prefix) -> list | None:
+        """The items of a line behind a prefix or in JSON; None if it is neither (or its inside is not
+        a log line, nor a continuation of its stream's)."""
+        first = text[0]
+        if first == "{":
+            return self._json(no, text, source, depth, stream, prefix)
+        if "\x1b[" in text:
+            text = _ANSI.sub("", text)
+        m = None
+        if first.isdigit():
+            m = CRI_PREFIX.match(text)
+            if m is not None:
+                key = (stream, m["stream"])
+                rest = self._partial.pop(key, "") + m["rest"]
+                if m["tag"] == "P":
+                    self._partial[key] = rest
+                    return [(PART, no, source, no, text, None, None, None, None, stream)]
+                return self._inner(no, rest, source, depth, stream, prefix + "cri+", _cri_ts(m["ts"]))
+            m = TIMESTAMP_PREFIX.match(text)
+            if m is not None:
+                return self._inner(no, m["rest"], source, depth, stream, prefix + "timestamped+", _cri_ts(m["ts"]))
+        if first == "[":
+            m = KUBECTL_PREFIX.match(text)
+            if m is not None:
+                return self._inner(no, m["rest"], source, depth, m["stream"], prefix + "kubectl+")
+        m = COMPOSE_PREFIX.match(text)
+        if m is not None:
+            return self._inner(no, m["rest"], source, depth, m["stream"], prefix + "compose+")
+        return None
+
+    def _inner(self, no, rest, source, depth, stream, prefix, outer_ts=None) -> list | None:
+        items = list(self._parse(no, rest, source, depth + 1, stream, prefix, outer_ts))
+        if all(item[0] == UNKNOWN for item in items):
+            return None
+        return items
+
+    def _json(self, no, text, source, depth, stream, prefix) -> list | None:
+        parsed = _json_line(text)
+        if parsed is None:
+            return None
+        if parsed.raw is not None:
+            if not parsed.raw or parsed.raw.isspace():
+                items = [(BLANK, no, source, no, parsed.raw, None, None, None, None, stream)]
+            else:
+                items = self._inner(no, parsed.raw, source, depth, stream, prefix + "json+")
+                if items is None:
+                    return None
+        else:
+            ts, level, logger, thread, message = parsed.parts
+            self._streams.add(stream)
+            self.layouts[prefix + "json"] += 1
+            items = [(LOG, no, source, no, message, ts, level, logger, thread, stream)]
+        for line in parsed.more:
+            if line and not line.isspace():
+                items.append((CONT, no, source, no, line, None, None, None, None, stream))
+        return items
+
+
+def _cri_ts(ts: str) -> str | None:
+    m = re.match(_TS, ts)
+    return normalize_ts(m["ts"]) if m else None
+
+
+def split_lines(lines: Iterable[str], source: str, splitter: LineSplitter | None = None) -> Iterator[tuple]:
+    """The items of one file's lines (see the module docstring)."""
+    return (splitter or LineSplitter()).split(lines, source)
+
+
+def parse_line(text: str) -> LayoutLine | None:
+    """One line taken apart, in whichever layout it is; None when it is not a log line."""
+    splitter = LineSplitter()
+    for item in splitter.split([text], "<line>"):
+        if item[0] == LOG:
+            layout, = splitter.layouts
+            return LayoutLine(layout, item[5], item[6], item[7], item[8], item[4], item[9])
+    return None
+
+
+# --- several files as one stream ------------------------------------------------------------------
+_DATED_SUFFIX = re.compile(r"\.(\d{4}-\d\d-\d\d(?:-\d\d(?:-\d\d)?)?)$")
+_NUMBERED_SUFFIX = re.compile(r"\.(\d+)$")
+
+
+def rotation_key(path) -> tuple[str, tuple]:
+    """(base name, order within the set): ``state-change.log.2024-01-01-10`` (DailyRollingFileAppender)
+    is older than ``state-change.log.2024-01-01-11``, ``.2`` (RollingFileAppender) older than ``.1``,
+    and the base file is the newest. A ``.gz`` ending is ignored."""
+    name = os.path.basename(os.fspath(path))
+    if name.endswith(".gz"):
+        name = name[:-3]
+    m = _DATED_SUFFIX.search(name)
+    if m is not None:
+        return name[:m.start()], (0, m.group(1), 0)
+    m = _NUMBERED_SUFFIX.search(name)
+    if m is not None and "." in name[:m.start()]:
+        return name[:m.start()], (1, "", -int(m.group(1)))
+    return name, (2, "", 0)
+
+
+def rotation_sets(paths: Iterable) -> list[list]:
+    """The paths grouped into rotated sets (same directory and base name), each ordered oldest first;
+    sets in the order of their first path."""
+    groups: dict[tuple, list] = {}
+    for p in paths:
+        base, _ = rotation_key(p)
+        groups.setdefault((os.path.dirname(os.path.abspath(os.fspath(p))), base), []).append(p)
+    return [rotation_order(g) for g in groups.values()]
+
+
+def rotation_order(paths: Iterable) -> list:
+    """A rotated set's files, oldest first (by name; see :func:`rotation_key`)."""
+    return sorted(paths, key=lambda p: rotation_key(p)[1])
+
+
+def chain(streams: Iterable[Iterable[tuple]]) -> Iterator[tuple]:
+    """Several files' items one after the other (a rotated set, oldest first), ``seq`` renumbered."""
+    seq = 0
+    for items in streams:
+        for item in items:
+            seq += 1
+            yield (item[0], seq) + item[2:]
+
+
+def _entries(items: Iterable[tuple]) -> Iterator[tuple]:
+    """(time, items) per entry: a log line with the lines that continue it. Lines before the first log
+    line take the time of nothing (they come first); a log line without a time, its predecessor's."""
+    ts, entry = "", []
+    for item in items:
+        if item[0] == LOG and entry:
+            yield ts, entry
+            entry = []
+        if item[0] == LOG and item[5] is not None:
+            ts = item[5]
+        entry.append(item)
+    if entry:
+        yield ts, entry
+
+
+def merge_by_time(streams: Iterable[Iterable[tuple]]) -> Iterator[tuple]:
+    """Several brokers' files as one stream ordered by time, entry by entry (a stack trace stays with
+    its line; entries of equal time keep the order of ``streams``), ``seq`` renumbered."""
+    merged = heapq.merge(*(_entries(s) for s in streams), key=lambda e: e[0])
+    seq = 0
+    for _, entry in merged:
+        for item in entry:
+            seq += 1
+            yield (item[0], seq) + item[2:]
