@@ -10,11 +10,18 @@ they decode several times faster and are what the Spark reader turns into column
 callers see one record per offset whatever the writer chose; ``decode_elements`` keeps them
 as :class:`events.columns.ColumnBatch` objects. numpy (and :mod:`events.columns`) is imported
 only when a payload holds a columnar batch.
+
+``decode_batch`` and ``decode_elements`` check every record against its schema: kind, version,
+field count and the type of every field (its annotation in :mod:`events.records`: int, str,
+bytes, bool, tuple, optionally None); an ext value anywhere but as a whole columnar batch is an
+error. (The contents of tuple fields are not checked.) ``decode_raw`` checks none of that.
 """
 from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
+from operator import itemgetter
 
 import msgpack
 
@@ -34,6 +41,38 @@ class RecordDecodeError(ValueError):
 # kind -> (class, field count)
 _TABLE = {code: (cls, len(cls._fields)) for code, cls in KINDS.items()}
 _new = tuple.__new__
+
+_TYPE_NAMES = {"int": int, "str": str, "bytes": bytes, "bool": bool, "tuple": tuple, "None": type(None)}
+# Types a field of each annotation accepts besides its own (bool is written for some int fields, and ints
+# for bool fields, by Python code that computes them).
+_ALSO = {int: (bool,), bool: (int,)}
+
+
+def _field_types(cls) -> tuple[tuple[type, ...], ...]:
+    hints = getattr(cls, "__annotations__", {})
+    out = []
+    for name in cls._fields:
+        hint = hints.get(name, "object")
+        hint = hint if isinstance(hint, str) else getattr(hint, "__forward_arg__", None) or getattr(
+            hint, "__name__", "object")
+        names = [h.strip() for h in hint.split("#")[0].split("|")]
+        if not all(n in _TYPE_NAMES for n in names):
+            out.append((object,))
+            continue
+        types = tuple(_TYPE_NAMES[n] for n in names)
+        out.append(types + tuple(t for base in types for t in _ALSO.get(base, ()) if t not in types))
+    return tuple(out)
+
+
+# kind -> (the field types of the usual record, the types each field accepts)
+_TYPES = {}
+for _code, _cls in KINDS.items():
+    _accepted = _field_types(_cls)
+    _TYPES[_code] = (tuple(t[0] for t in _accepted), _accepted)
+# (kind, field types) found valid so far: most batches hold only signatures seen before
+_VALID = {(code, usual) for code, (usual, _) in _TYPES.items()}
+_USUAL = {code: usual for code, (usual, _) in _TYPES.items()}
+_kind_of = itemgetter(0)
 
 
 def _columns():
@@ -163,7 +202,41 @@ def _unpack(payload: bytes) -> tuple[tuple, int]:
         raise RecordDecodeError(f"payload is not valid msgpack: {exc}") from exc
     if not isinstance(arrays, tuple):
         raise RecordDecodeError(f"payload is a msgpack {type(arrays).__name__}, expected an array of records")
+    if hook.count:
+        _check_no_nested_ext(arrays, hook.count)
     return arrays, hook.count
+
+
+def _check_no_nested_ext(arrays: tuple, count: int) -> None:
+    """RecordDecodeError if some of the ``count`` ext values decoded are not whole elements of the payload."""
+    ext_types = (_columns().ColumnBatch, _BadElement)
+    if sum(1 for a in arrays if type(a) in ext_types) == count:
+        return
+    index = 0
+    for a in arrays:
+        if type(a) in ext_types:
+            index += len(a) if type(a) is ext_types[0] else 1
+            continue
+        if _holds(a, ext_types):
+            kind = _TABLE.get(a[0], (None,))[0] if isinstance(a, tuple) and a and type(a[0]) is int else None
+            name = f" ({kind.__name__})" if kind is not None else ""
+            raise RecordDecodeError(f"record #{index}{name} holds a msgpack ext value in a field; ext types are "
+                                    "only whole columnar batches", index)
+        index += 1
+
+
+def _holds(value, types: tuple) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) in types:
+            return True
+        if type(v) is tuple:
+            stack.extend(v)
+        elif type(v) is dict:
+            stack.extend(v.keys())
+            stack.extend(v.values())
+    return False
 
 
 def _bad_columnar(element: _BadElement, index: int) -> RecordDecodeError:
@@ -207,6 +280,7 @@ def decode_batch(payload: bytes) -> list:
         if not ok:
             _raise_bad_record(a, i)
         append(_new(cls, a))
+    _check_types(arrays, 0)
     return out
 
 
@@ -216,7 +290,9 @@ def decode_elements(payload: bytes) -> list:
     the record index (columnar batches count all their records)."""
     arrays, columnar = _unpack(payload)
     if not columnar:
-        return [_checked(a, i) for i, a in enumerate(arrays)]
+        out = [_checked(a, i) for i, a in enumerate(arrays)]
+        _check_types(arrays, 0)
+        return out
     batch_type = _columns().ColumnBatch
     out = []
     index = 0
@@ -228,6 +304,7 @@ def decode_elements(payload: bytes) -> list:
             raise _bad_columnar(a, index)
         else:
             out.append(_checked(a, index))
+            _check_types((a,), index)
             index += 1
     return out
 
@@ -243,6 +320,50 @@ def _checked(a, index: int):
     return _new(cls, a)
 
 
+def _signatures(records) -> set:
+    """{(kind, field types)} of records of checked shape: C-level iteration, no Python code per record."""
+    return set(zip(map(_kind_of, records), map(tuple, map(map, repeat(type), records))))
+
+
+def _check_types(records, first_index: int) -> None:
+    """RecordDecodeError for the first record (of checked shape) a field of which has a type its schema does
+    not accept; ``first_index`` is the index of ``records[0]`` in its batch."""
+    # The usual case in two C-level passes: the types of all fields against the usual types of their kinds.
+    if list(map(type, chain.from_iterable(records))) == list(
+            chain.from_iterable(map(_USUAL.__getitem__, map(_kind_of, records)))):
+        return
+    signatures = _signatures(records)
+    if signatures <= _VALID:
+        return
+    for kind, signature in signatures - _VALID:
+        accepted = _TYPES[kind][1]
+        if all(t in ok for t, ok in zip(signature, accepted)) or accepted[0][0] is object:
+            _VALID.add((kind, signature))
+    if signatures <= _VALID:
+        return
+    for i, a in enumerate(records):
+        if (a[0], tuple(map(type, a))) not in _VALID:
+            _check_field_types(_TABLE[a[0]][0], a, _TYPES[a[0]][1], first_index + i)
+
+
+def _check_field_types(cls, a: tuple, accepted: tuple, index: int) -> None:
+    for name, value, types in zip(cls._fields, a, accepted):
+        if type(value) in (_BadElement, _columns_type()):
+            raise RecordDecodeError(f"record #{index} ({cls.__name__}) field {name} is a msgpack ext value; "
+                                    f"ext types are only whole columnar batches", index)
+        if types[0] is not object and type(value) not in types:
+            expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise RecordDecodeError(f"record #{index} ({cls.__name__}) field {name} is {type(value).__name__} "
+                                    f"{value!r:.60}, expected {expected}", index)
+
+
+def _columns_type():
+    """ColumnBatch if events.columns is loaded (an ext value was decoded), else a type no value has."""
+    import sys
+    module = sys.modules.get("events.columns")
+    return module.ColumnBatch if module is not None else _BadElement
+
+
 def _decode_mixed(arrays: tuple) -> list:
     batch_type = _columns().ColumnBatch
     out = []
@@ -252,7 +373,9 @@ def _decode_mixed(arrays: tuple) -> list:
         elif type(a) is _BadElement:
             raise _bad_columnar(a, len(out))
         else:
-            out.append(_checked(a, len(out)))
+            record = _checked(a, len(out))
+            _check_types((record,), len(out))
+            out.append(record)
     return out
 
 

@@ -404,3 +404,45 @@ def test_audit_reads_cr_only_line_ends(tmp_path, capsys, state_change_lines):
     assert "Traceback" not in err
     rows = [json.loads((tmp_path / n).read_text())["inputs"][0] for n in ("lf.json", "cr.json")]
     assert rows[0]["rows"] > 0 and rows[0]["rows"] == rows[1]["rows"]
+
+
+# --- forged records -----------------------------------------------------------------------------------------------
+
+def _forge(src: str, dst, field: str, value) -> None:
+    import shutil
+
+    from events.records import TopicCreated
+    shutil.copytree(src, dst)
+    with LogWriter(dst) as w:
+        n = w.next_offset
+        rec = list(TopicCreated.make(offset=n, timestamp_ms=10**9, cause_offset=n, topic="forged",
+                                     assignment=((0,),), configs=()))
+        rec[TopicCreated._fields.index(field)] = value
+        w.append(tuple(rec))
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("topic", 7, "field topic is int 7, expected str"),
+    ("assignment", "abc", "field assignment is str 'abc', expected tuple"),
+    ("configs", {"a": 1}, "field configs is dict"),
+    ("configs", 1.5, "field configs is float"),
+    ("configs", None, "field configs is NoneType"),
+    ("controller_id", "x", "field controller_id is str"),
+    ("configs", "msgpack-ext-5", "holds a msgpack ext value"),
+    ("configs", "msgpack-ext-1", "holds a msgpack ext value"),
+    ("assignment", "nested-ext", "holds a msgpack ext value"),
+])
+@pytest.mark.parametrize("command", ["log", "describe", "replay", "create-topic"])
+def test_forged_records_are_errors_naming_segment_and_byte(tmp_path, capsys, cluster_log, field, value, message,
+                                                           command):
+    import msgpack
+    value = {"msgpack-ext-5": msgpack.ExtType(5, b"abc"), "msgpack-ext-1": msgpack.ExtType(1, b"abcdefgh"),
+             "nested-ext": ((msgpack.ExtType(9, b""),),)}.get(value, value) if isinstance(value, str) else value
+    forged = tmp_path / "forged"
+    _forge(cluster_log, forged, field, value)
+    before = tree_hash(forged)
+    extra = ["--topic", "x", "--partitions", "1"] if command == "create-topic" else []
+    status, _, err = run(capsys, command, forged, *extra)
+    assert_clean_error(status, err, 2, message)
+    assert "event log segment" in err and "batch at byte" in err
+    assert tree_hash(forged) == before
