@@ -95,7 +95,7 @@ from typing import NamedTuple
 import msgpack
 import numpy as np
 
-from events.arrays import from_narrow_bytes, narrow_bytes
+from events.arrays import distinct, from_narrow_bytes, narrow_bytes
 from events.columns import DictColumn, ListColumn
 from events.log import Batch, LogReader
 from events.records import (
@@ -879,7 +879,7 @@ def _topic_groups(column: DictColumn) -> list[tuple[str, np.ndarray]]:
 
 
 def _distinct(ps: np.ndarray) -> bool:
-    return len(ps) < 2 or bool(np.all(ps[1:] > ps[:-1])) or len(np.unique(ps)) == len(ps)
+    return distinct(ps)
 
 
 def _last_writes(ps: np.ndarray) -> np.ndarray:

@@ -45,3 +45,12 @@ def test_from_narrow_bytes_refuses_what_it_cannot_read():
     for data, n in ((b"abc", 2), (b"abc", 1), (b"", 1), (b"x", 0), ("text", 1)):
         with pytest.raises(ValueError, match="col"):
             from_narrow_bytes(data, n, "col")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1) | st.integers(-3, 3), max_size=40))
+def test_distinct_and_unique_are_numpys(values):
+    from events.arrays import distinct, unique
+    a = np.array(values, dtype=np.int64)
+    assert distinct(a) == (len(set(values)) == len(values))
+    assert unique(a).tolist() == np.unique(a).tolist() == sorted(set(values))

@@ -29,7 +29,7 @@ from collections.abc import ItemsView, Iterator, Mapping, MutableMapping, Values
 
 import numpy as np
 
-from events.arrays import factorize, from_narrow_bytes, narrow_bytes
+from events.arrays import distinct, factorize, from_narrow_bytes, narrow_bytes, unique
 from events.columns import ColumnBatch, ColumnBatchError, ListColumn
 from events.records import LEADER_DURING_DELETE, UpdateMetadataPartition
 
@@ -259,7 +259,7 @@ class BrokerColumns:
             return hit[1]
         keys = self.batch_keys(batch)
         n = len(keys)
-        if n > 1 and not bool(np.all(keys[1:] > keys[:-1])) and len(np.unique(keys)) != n:
+        if not distinct(keys):
             update = None
         else:
             rows = np.empty((n, META_WIDTH), dtype=np.int32)
@@ -456,7 +456,7 @@ class LeaderAndIsrTable(MutableMapping):
         """Drop the states of ``keys`` (those it holds)."""
         if not len(keys) or not self._size:
             return
-        keys = np.unique(keys)
+        keys = unique(keys)
         pos, found = self._lookup(keys)
         if found.any():
             self._delete(pos[found])

@@ -36,9 +36,10 @@ from controller.controller_events import (
 from controller.controller_events import UNCLEAN as UNCLEAN_ELECTION
 from controller.kafka_controller import KafkaController
 from controller.partition_errors import PartitionErrors
-from controller.store.kafka_zk_client import KafkaZkClient
+from controller.store.kafka_zk_client import InvalidTopicError, KafkaZkClient, validate_topic_name
 from controller.request_batch import COLUMN_MIN, BrokerRequest, BrokerResponse
 from controller.store.zookeeper import NodeExistsError, ZooKeeper
+from events.arrays import distinct
 from events.columns import ColumnBatch
 from events.journal import Journal
 from events.records import (
@@ -78,6 +79,15 @@ def _replica_matrix(assignment) -> np.ndarray | None:
     if m.ndim != 2 or m.dtype.kind not in "iu" or m.dtype == np.bool_:
         return None
     return m
+
+
+def _could_be_topic(name) -> bool:
+    """Whether ``name`` is a legal topic name (any other names no topic, and no znode path)."""
+    try:
+        validate_topic_name(name)
+    except (InvalidTopicError, TypeError):
+        return False
+    return True
 
 
 class ClusterError(RuntimeError):
@@ -245,7 +255,7 @@ class BrokerServer:
         shared = self._columns
         keys = shared.batch_keys(batch)
         in_order = _ascending(keys)
-        if not in_order and len(np.unique(keys)) != len(keys):
+        if not in_order and not distinct(keys):
             return None
         rows = LeaderAndIsrTable.rows(int32s("leader", batch.column("leader")),
                                       int32s("leader_epoch", batch.column("leader_epoch")),
@@ -324,7 +334,7 @@ def _ascending(keys: np.ndarray) -> bool:
 
 
 def _distinct(keys: np.ndarray) -> bool:
-    return _ascending(keys) or len(np.unique(keys)) == len(keys)
+    return distinct(keys)
 
 
 class Cluster:
@@ -855,7 +865,7 @@ class Cluster:
         elif cls is PartitionsAdded:
             self.admin.add_partitions(body[0], None, {p: list(r) for p, r in body[1]}, validate_only=True)
         elif cls is TopicDeletionRequested:
-            if not self.admin.topic_exists(body[0]):
+            if not _could_be_topic(body[0]) or not self.admin.topic_exists(body[0]):
                 raise ClusterError(f"Topic '{body[0]}' does not exist as expected")
             if self.admin.is_topic_marked_for_deletion(body[0]):
                 raise ClusterError(f"Topic {body[0]} is already marked for deletion")
@@ -867,7 +877,7 @@ class Cluster:
         elif cls is ConfigChanged:
             if body[0] == "broker" and body[2] in READ_ONLY_BROKER_CONFIGS:
                 raise ClusterError(f"Cannot update these configs dynamically: Set({body[2]})")
-            if body[0] == "topic" and not self.admin.topic_exists(body[1]):
+            if body[0] == "topic" and (not _could_be_topic(body[1]) or not self.admin.topic_exists(body[1])):
                 raise ClusterError(f"topic {body[1]} does not exist")
             if body[3] is not None:
                 check_config_name(body[2])

@@ -70,6 +70,7 @@ from controller.store.zookeeper import (
     ANY_VERSION, CheckOp, CreateOp, CreateResult, DeleteOp, DeleteResult, EventType, KeeperError, MultiError,
     NodeExistsError, NoNodeError, SessionExpiredError, SetDataOp, SetDataResult, Stat, WatchedEvent, ZooKeeper,
 )
+from events.arrays import distinct
 from statemachines.errors import ControllerMovedError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from statemachines.ports import ColumnWriteResult, PartitionStateColumns, UpdateLeaderAndIsrResult
@@ -1304,7 +1305,7 @@ def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, e
     if not (recovery.dtype == np.uint8 or (int(recovery.min()) >= 0 and int(recovery.max()) <= 255)):
         return None
     ps = partitions.astype(np.int64)
-    if n > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != n:
+    if not distinct(ps):
         return None     # the mixin's dict of partitions keeps one row of each
     width = isr.shape[1]
     if width and not _fits_int32(isr):

@@ -82,7 +82,7 @@ from controller.store.state_table import (
     parent_fits, parent_key, parse_body, parse_state, partitions_topic, plain_topic, state_key, state_path, table_content,
     topic_of,
 )
-from events.arrays import from_narrow_bytes, narrow_bytes
+from events.arrays import distinct, from_narrow_bytes, narrow_bytes
 from statemachines.errors import StoreError
 
 _log = structlog.get_logger("kcontroller.zookeeper")
@@ -1354,7 +1354,7 @@ class ZooKeeper:
         _checked_ops((check,))
         ps = np.asarray(partitions, dtype=np.int64)
         n = len(ps)
-        if n > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != n:
+        if not distinct(ps):
             raise ValueError("partitions must be distinct")
         code = np.full(n, R_NOT_SENT, dtype=np.int8)
         version = np.full(n, -1, dtype=np.int64)
@@ -1588,7 +1588,7 @@ class ZooKeeper:
         table = self._tables.get(topic)
         if not (hi < MIN_ROWS or hi < 2 * ((table.cap if table is not None else 0) + len(ps))):
             return None
-        if len(ps) > 1 and not (np.diff(ps) > 0).all() and len(np.unique(ps)) != len(ps):
+        if not distinct(ps):
             return None
         return sess, ps, table
 
