@@ -336,8 +336,10 @@ def _group(patterns: tuple[str, ...]) -> dict[str, re.Pattern]:
 _KNOWN = _group(CONTROLLER_MESSAGES)
 
 
-_KRAFT_STATE_CHANGE_KEYS = frozenset({"creating", "transitioning", "stopped"})
-_SINCE_2_6_KEYS = frozenset({"partition", "sending", "handling", "leader", "follower", "creating", "updating", "isr"})
+# The dispatch keys (first words) of the lines KRAFT_STATE_CHANGE and SINCE_2_6 match.
+KRAFT_STATE_CHANGE_KEYS = _KRAFT_STATE_CHANGE_KEYS = frozenset({"creating", "transitioning", "stopped"})
+SINCE_2_6_KEYS = _SINCE_2_6_KEYS = frozenset(
+    {"partition", "sending", "handling", "leader", "follower", "creating", "updating", "isr"})
 
 
 def is_kraft_state_change(key: str, body: str) -> bool:

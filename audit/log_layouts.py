@@ -9,6 +9,8 @@ controller lines of ``audit.kafka_log_reader``, and any later one) never see a l
 - ``strimzi``: ``%d{ISO8601} %p %m (%c) [%t]%n`` (timestamp without brackets, thread at the end), and
   any ``%d %p %m`` with or without ``(%c)``;
 - ``dash``: ``%d %p %c:%L - %m%n`` and its kin (``%d %-5p %c{1}:%L - %m``, ``%d [%t] %-5p %c - %m``);
+- ``zookeeper``: ZooKeeper's own (``%d{ISO8601} [myid:%X{myid}] - %-5p [%t:%C{1}@%L] - %m%n``), as found
+  beside Kafka's in a docker-compose log: read, and they are no controller's lines;
 - ``bitnami-script``: the Bitnami start scripts' own lines (``kafka 10:41:22.69 INFO  ==> ...``);
 - ``json``: JSON lines from log shippers: a raw line in a ``log``/``message`` field (Docker's json-file
   driver, Fluent Bit, Filebeat), or the pieces as fields, ECS style (``@timestamp``, ``log.level``,
@@ -57,6 +59,8 @@ DASH = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:\[(?
                   r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<msg>.*)$")
 BARE = re.compile(_TS + r"\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
 BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
+ZOOKEEPER = re.compile(_TS + r" \[myid:[^\]]*\] - " + _LEVEL + r"\s+\[(?P<thread>[^\]]*?):(?P<cls>[\w$]+)@\d+\] - "
+                       r"(?P<msg>.*)$")
 _THREAD_TAIL = re.compile(r"\) \[(?P<thread>[^\[\]]*)\]\s*$")
 
 COMPOSE_PREFIX = re.compile(r"(?P<stream>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<rest>.*)$")
@@ -145,6 +149,14 @@ def _dated(text: str):
     return "strimzi", normalize_ts(m["ts"]), m["level"], logger, thread, msg
 
 
+def _zookeeper(text: str):
+    m = ZOOKEEPER.match(text)
+    if m is None:
+        return None
+    return ("zookeeper", normalize_ts(m["ts"]), m["level"], "org.apache.zookeeper." + m["cls"], m["thread"],
+            m["msg"])
+
+
 def _bitnami_script(text: str):
     m = BITNAMI_SCRIPT.match(text)
     if m is None:
@@ -152,7 +164,7 @@ def _bitnami_script(text: str):
     return "bitnami-script", None, m["level"], "bitnami." + m["name"], None, m["msg"]
 
 
-_LAYOUTS = (_kafka, _dated, _bitnami_script)
+_LAYOUTS = (_kafka, _dated, _zookeeper, _bitnami_script)
 
 
 def _message_layout(text: str, first):
@@ -170,14 +182,14 @@ def _message_layout(text: str, first):
 
 # --- JSON lines -------------------------------------------------------------------------------------
 def _field(obj: dict, *names):
-    """The first of ``names`` present in ``obj``: ``a.b`` is the flat key or the nested one."""
+    """The first of ``names`` present in ``obj``: ``a.b.c`` is the flat key or a nested one."""
     for name in names:
         value = obj.get(name)
         if value is None and "." in name:
             head, _, tail = name.partition(".")
             inner = obj.get(head)
             if isinstance(inner, dict):
-                value = inner.get(tail)
+                value = _field(inner, tail)
         if value is not None and value != "":
             return value
     return None
@@ -384,7 +396,7 @@ def split_lines(lines: Iterable[str], source: str, splitter: LineSplitter | None
 def parse_line(text: str) -> LayoutLine | None:
     """One line taken apart, in whichever layout it is; None when it is not a log line."""
     splitter = LineSplitter()
-    for item in splitter.split([text], "<line>"):
+    for item in list(splitter.split([text], "<line>")):
         if item[0] == LOG:
             layout, = splitter.layouts
             return LayoutLine(layout, item[5], item[6], item[7], item[8], item[4], item[9])
@@ -423,8 +435,9 @@ def rotation_sets(paths: Iterable) -> list[list]:
 
 
 def rotation_order(paths: Iterable) -> list:
-    """A rotated set's files, oldest first (by name; see :func:`rotation_key`)."""
-    return sorted(paths, key=lambda p: rotation_key(p)[1])
+    """A rotated set's files, oldest first (by name; see :func:`rotation_key`); files of several sets
+    come set by set, in the order of their base names."""
+    return sorted(paths, key=rotation_key)
 
 
 def chain(streams: Iterable[Iterable[tuple]]) -> Iterator[tuple]:
