@@ -94,6 +94,10 @@ def _print_log(log_dir: str, start_offset: int, level: str, layout: str) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    cli_cluster.check_range(args.brokers, "--brokers", 1, cli_cluster.MAX_BROKERS)
+    cli_cluster.check_range(args.partitions, "--partitions", 1, cli_cluster.MAX_PARTITIONS)
+    cli_cluster.check_range(args.victim, "--victim", 0, cli_cluster.MAX_BROKER_ID)
+    cli_cluster.check_range(args.seed, "--seed", 0, cli_cluster.MAX_SEED)
     configs = {"unclean.leader.election.enable": "true"} if args.unclean_leader_election_enable else {}
     spec = DemoSpec(brokers=args.brokers, rf1_partitions=args.partitions, rf3_partitions=args.partitions,
                     victim=args.victim, seed=args.seed, configs=configs)

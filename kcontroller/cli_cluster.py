@@ -32,10 +32,13 @@ MAX_BROKER_ID = 2**31 - 1
 MAX_PARTITIONS = 1_000_000      # per topic
 MAX_REPLICATION_FACTOR = 32_767  # Kafka's replication factor is a Java short
 MAX_ADVANCE_MS = 7 * 24 * 3600 * 1000
+MAX_SEED = 2**63 - 1
+MAX_SWEEP_SEEDS = 100_000
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
-def _check_range(value: int | None, what: str, low: int, high: int) -> None:
+def check_range(value: int | None, what: str, low: int, high: int) -> None:
+    """ClusterError (exit 2) for an option value outside ``low..high``."""
     if value is not None and not low <= value <= high:
         raise ClusterError(f"{what} must be in {low}..{high}, got {value}")
 
@@ -141,7 +144,8 @@ def add_parsers(sub) -> None:
 
 
 def cmd_new_cluster(args: argparse.Namespace) -> int:
-    _check_range(args.brokers, "--brokers", 1, MAX_BROKERS)
+    check_range(args.brokers, "--brokers", 1, MAX_BROKERS)
+    check_range(args.seed, "--seed", 0, MAX_SEED)
     topics = []
     for spec in args.topic or ():
         parts = spec.split(":")
@@ -172,11 +176,11 @@ def _check_topic_sizes(partitions: int | None, rf: int | None) -> None:
 
 def _run(args: argparse.Namespace, action) -> int:
     if getattr(args, "broker_id", None) is not None:
-        _check_range(args.broker_id, "--broker-id", 0, MAX_BROKER_ID)
+        check_range(args.broker_id, "--broker-id", 0, MAX_BROKER_ID)
     try:
         with continued_cluster(args.log_dir) as cluster:
             if args.at is not None:
-                _check_range(args.at, "--at", cluster.now, cluster.now + MAX_ADVANCE_MS)
+                check_range(args.at, "--at", cluster.now, cluster.now + MAX_ADVANCE_MS)
             status = action(cluster)
             cluster.checkpoint()
     except _Refused as refused:
@@ -271,7 +275,7 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
     elif args.topic:
         if args.partition is None:
             raise ClusterError("--topic needs --partition")
-        _check_range(args.partition, "--partition", 0, 2**31 - 1)
+        check_range(args.partition, "--partition", 0, 2**31 - 1)
         partitions = [(args.topic, args.partition)]
     kind = args.election_type.upper()
 
@@ -314,7 +318,7 @@ def cmd_broker(args: argparse.Namespace) -> int:
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
-    _check_range(args.ms, "--ms", 0, MAX_ADVANCE_MS)
+    check_range(args.ms, "--ms", 0, MAX_ADVANCE_MS)
 
     def act(cluster: Cluster) -> int:
         cluster.advance_to((args.at if args.at is not None else cluster.now) + args.ms)

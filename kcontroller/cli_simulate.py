@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from kcontroller.files import new_event_log
 from sim.metrics import format_summary
-from sim.scenario import Scenario, ScenarioError, load_scenario
+from sim.scenario import MAX_SEED, Scenario, ScenarioError, load_scenario
 from sim.simulation import Simulation, SimulationError
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -78,6 +78,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
     except ScenarioError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        print(f"kcontroller: error: --seed must be in 0..{MAX_SEED}, got {args.seed}", file=sys.stderr)
         return EXIT_ERROR
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     progress = ProgressBar(sys.stderr) if show else None

@@ -13,6 +13,7 @@ import os
 import sys
 
 from audit.spark_session import active_session, spark_session
+from kcontroller.cli_cluster import MAX_SEED, MAX_SWEEP_SEEDS
 from kcontroller.sweep import (
     ENGINES, SWEEP_FILE, SweepError, check_runnable, dump_document, format_sweep, prepare_out_dir, run_sweep,
 )
@@ -51,8 +52,12 @@ def _error(message: str) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    if args.seeds < 1:
-        return _error(f"--seeds must be at least 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_SWEEP_SEEDS:
+        return _error(f"--seeds must be in 1..{MAX_SWEEP_SEEDS}, got {args.seeds}")
+    if args.first_seed is not None and not 0 <= args.first_seed <= MAX_SEED - args.seeds:
+        return _error(f"--first-seed must be in 0..{MAX_SEED - args.seeds}, got {args.first_seed}")
+    if not 1 <= args.jobs <= 1024:
+        return _error(f"--jobs must be in 1..1024, got {args.jobs}")
     if args.engine == "local" and args.master is not None:
         return _error("--master is for --engine spark")
     if args.engine == "spark" and args.jobs != 1:

@@ -446,3 +446,28 @@ def test_forged_records_are_errors_naming_segment_and_byte(tmp_path, capsys, clu
     assert_clean_error(status, err, 2, message)
     assert "event log segment" in err and "batch at byte" in err
     assert tree_hash(forged) == before
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--brokers", "100000000"], "--brokers must be in 1..10000"),
+    (["demo", "--partitions", "0"], "--partitions must be in"),
+    (["demo", "--victim", "99"], "broker 99 is not running"),
+    (["demo", "--seed", str(2**64)], "--seed must be in"),
+    (["new-cluster", "--seed", str(2**64)], "--seed must be in"),
+])
+def test_demo_and_new_cluster_sizes(tmp_path, capsys, argv, message):
+    command, *options = argv
+    target = ["--log-dir", tmp_path / "log"] if command == "demo" else [tmp_path / "log"]
+    status, _, err = run(capsys, command, *target, *options)
+    assert_clean_error(status, err, 2, message)
+    assert os.listdir(tmp_path) == []
+
+
+def test_sweep_and_simulate_sizes(tmp_path, capsys):
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\nduration: 10s\ncluster: {brokers: [1]}\n")
+    status, _, err = run(capsys, "sweep", f, "--seeds", 10**12, "--out", tmp_path / "out", "--engine", "local")
+    assert_clean_error(status, err, 2, "--seeds must be in 1..100000")
+    status, _, err = run(capsys, "simulate", f, "--seed", 2**64, "--log-dir", tmp_path / "out")
+    assert_clean_error(status, err, 2, "--seed must be in")
+    assert sorted(os.listdir(tmp_path)) == ["s.yaml"]
