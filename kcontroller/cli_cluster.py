@@ -87,7 +87,26 @@ def continued_cluster(log_dir: str):
     with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
         pending = _Pending()
         yield resume_log(log_dir, pending)
-        pending.write_to(writer)
+        end = (writer.segment_path, os.path.getsize(writer.segment_path))
+        try:
+            pending.write_to(writer)
+            writer.flush()
+        except OSError:   # LogWriteError: disk full, ...
+            _cut_back(log_dir, *end)
+            raise
+
+
+def _cut_back(log_dir: str, segment: str, size: int) -> None:
+    """Remove what a failed command wrote (we still hold the writer lock): the log ends where it ended before,
+    so it can be continued (a log ending half-way through a command's records would not replay)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(log_dir):
+            path = os.path.join(log_dir, name)
+            if name.endswith(".kclog") and name > os.path.basename(segment):
+                os.unlink(path)
+        with open(segment, "r+b") as f:
+            f.truncate(size)
+            os.fsync(f.fileno())
 
 
 def add_parsers(sub) -> None:

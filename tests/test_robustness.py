@@ -471,3 +471,26 @@ def test_sweep_and_simulate_sizes(tmp_path, capsys):
     status, _, err = run(capsys, "simulate", f, "--seed", 2**64, "--log-dir", tmp_path / "out")
     assert_clean_error(status, err, 2, "--seed must be in")
     assert sorted(os.listdir(tmp_path)) == ["s.yaml"]
+
+
+def test_disk_full_half_way_through_a_command_leaves_the_log_as_it_was(capsys, cluster_log, monkeypatch):
+    before = tree_hash(cluster_log)
+    real_write, real_writev = os.write, os.writev
+    calls = []
+
+    def full_after_one(fd, data):
+        calls.append(fd)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return (real_write if isinstance(data, (bytes, bytearray, memoryview)) else real_writev)(fd, data)
+
+    monkeypatch.setattr(os, "write", full_after_one)
+    monkeypatch.setattr(os, "writev", full_after_one)
+    status, _, err = run(capsys, "create-topic", cluster_log, "--topic", "big", "--partitions", "3000",
+                         "--replication-factor", "3")
+    monkeypatch.undo()
+    assert len(calls) > 1
+    assert_clean_error(status, err, 2, "No space left on device")
+    assert tree_hash(cluster_log) == before
+    status, _, _ = run(capsys, "create-topic", cluster_log, "--topic", "big", "--partitions", "3")
+    assert status == 0 and "big" in _topics(cluster_log)
