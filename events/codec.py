@@ -325,6 +325,13 @@ def _signatures(records) -> set:
     return set(zip(map(_kind_of, records), map(tuple, map(map, repeat(type), records))))
 
 
+def check_record_types(records, first_index: int = 0) -> None:
+    """RecordDecodeError for the first of ``records`` (plain tuples of a known kind and the right length, as
+    :func:`decode_raw` gives them) with a field its schema does not accept; for readers that decode
+    payloads themselves."""
+    _check_types(records, first_index)
+
+
 def _check_types(records, first_index: int) -> None:
     """RecordDecodeError for the first record (of checked shape) a field of which has a type its schema does
     not accept; ``first_index`` is the index of ``records[0]`` in its batch."""
