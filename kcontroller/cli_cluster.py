@@ -32,7 +32,7 @@ MAX_BROKER_ID = 2**31 - 1
 MAX_PARTITIONS = 1_000_000      # per topic
 MAX_REPLICATION_FACTOR = 32_767  # Kafka's replication factor is a Java short
 MAX_ADVANCE_MS = 7 * 24 * 3600 * 1000
-MAX_SEED = 2**63 - 1
+MAX_SEED = 2**64 - 1              # msgpack uint64
 MAX_SWEEP_SEEDS = 100_000
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 

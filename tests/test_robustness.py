@@ -326,7 +326,7 @@ BAD_SCENARIOS = {
     "deep block": (_BASE + "topics:\n" + "".join("  " * i + "- \n" for i in range(200)), "nested at most 32 deep"),
     "deep mapping": (_BASE + "network: " + "{a: " * 2000 + "1" + "}" * 2000 + "\n", "nested at most 32 deep"),
     "broker id 2^64": ("name: x\nduration: 10s\ncluster: {brokers: [1, %d]}\n" % 2**64, "at most 2147483647"),
-    "seed 2^64": (_BASE + "seed: %d\n" % 2**64, "at most 9223372036854775807"),
+    "seed 2^64": (_BASE + "seed: %d\n" % 2**64, "at most 18446744073709551615"),
     "step broker 2^64": (_BASE + "steps: [{at: 1s, action: kill_broker, broker: %d}]\n" % 2**64, "kill_broker.broker"),
     "a billion partitions": (_BASE + "topics: [{name: t, partitions: 1000000000}]\n", "at most 100000"),
     "num.partitions default": ("name: x\nduration: 10s\ncluster: {brokers: [1], configs: {num.partitions: 2000000}}\n"
