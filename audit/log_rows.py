@@ -82,6 +82,7 @@ from audit.rows import (
     AuditRow,
 )
 from events import records as R
+from events.codec import check_record_types
 from events.columns import COLUMN_KINDS, EXT_COLUMNS, ColumnBatch, ColumnBatchError, DictColumn, ListColumn
 from events.log import list_segments
 from events.segment import (
@@ -287,6 +288,7 @@ def _decode_batch(batch: Batch) -> tuple[list, list]:
             if count != n or list(map(_offset_of, recs)) != list(range(base, base + n)) \
                     or not set(zip(map(_kind_of, recs), map(_version_of, recs), map(len, recs))) <= _SHAPES:
                 raise ValueError
+            check_record_types(recs)
     except Exception:  # msgpack errors, a record that is not an array, a bad shape: say exactly what
         batch.records()  # raises LogRecordError naming the batch and the record
         raise LogRecordError(batch.path, batch.position, None,
@@ -313,6 +315,7 @@ def _check_mixed(batch: Batch, elements: list) -> None:
     if expected != batch.end_offset \
             or not set(zip(map(_kind_of, rows), map(_version_of, rows), map(len, rows))) <= _SHAPES:
         raise ValueError
+    check_record_types(rows)
 
 
 class _Scan:

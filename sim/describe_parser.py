@@ -276,7 +276,7 @@ def _json_documents(text: str) -> list[tuple[int, str, str]]:
             begin = offsets[n] + (len(lines[n]) - len(stripped))
             try:
                 _, end = decoder.raw_decode(text, begin)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):   # not JSON, a number too long for int(), nesting too deep
                 if not out:
                     # Keep the broken one: parse_reassignment_json reports where it breaks.
                     out.append((n, _label_above(lines, n), text[begin:]))

@@ -448,6 +448,18 @@ def test_forged_records_are_errors_naming_segment_and_byte(tmp_path, capsys, clu
     assert tree_hash(forged) == before
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("topic", 7, "field topic is int 7, expected str"),
+    ("configs", 1.5, "field configs is float"),
+])
+def test_the_audit_reports_a_forged_record_as_an_input_error(tmp_path, capsys, cluster_log, field, value, message):
+    forged = tmp_path / "forged"
+    _forge(cluster_log, forged, field, value)
+    status, out, err = run(capsys, "audit", forged, "--engine", "local")
+    assert_clean_error(status, out + err, 2, message)
+    assert "INPUT ERRORS" in out and "event log segment" in out and "batch at byte" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["demo", "--brokers", "100000000"], "--brokers must be in 1..10000"),
     (["demo", "--partitions", "0"], "--partitions must be in"),
@@ -494,3 +506,15 @@ def test_disk_full_half_way_through_a_command_leaves_the_log_as_it_was(capsys, c
     assert tree_hash(cluster_log) == before
     status, _, _ = run(capsys, "create-topic", cluster_log, "--topic", "big", "--partitions", "3")
     assert status == 0 and "big" in _topics(cluster_log)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[' + "1" * 100_000 + "]}]}",
+     "a number of 100000 digits"),
+    ("{" * 100_000, "nested more than 64 deep"),
+])
+def test_what_if_on_json_it_cannot_read(tmp_path, capsys, text, message):
+    path = tmp_path / "plan.json"
+    path.write_text(text)
+    status, _, err = run(capsys, "what-if", path)
+    assert_clean_error(status, err, 2, message)
