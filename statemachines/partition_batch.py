@@ -12,12 +12,15 @@ the per-partition path (the reference: tests/test_batch_differential.py holds bo
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 
 import numpy as np
 
+from events.arrays import unique
 from events.records import (
-    ELECTION_CONTROLLED_SHUTDOWN, ELECTION_OFFLINE, ELECTION_OFFLINE_UNCLEAN, RECOVERING, PartitionTransition,
+    ELECTION_CONTROLLED_SHUTDOWN, ELECTION_NEW_PARTITION, ELECTION_NONE, ELECTION_OFFLINE, ELECTION_OFFLINE_UNCLEAN,
+    RECOVERING, PartitionTransition,
 )
 from events.columns import DictColumn, ListColumn
 from statemachines import election_arrays as ea
@@ -209,14 +212,20 @@ def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int],
     or not grouped by topic."""
     if len(partitions) < COLUMN_MIN:
         return False
-    ctx = sm.context
-    segments = ctx.topic_segments(partitions)
+    segments = sm.context.topic_segments(partitions)
     if segments is None:
         return False
+    _emit_columns(sm, segments, np.asarray(currents, dtype=np.uint8), target, code)
+    return True
+
+
+def _emit_columns(sm, segments: list, currents: np.ndarray, target: int, code) -> None:
+    """The PartitionTransition records of the partitions of ``segments`` (topic runs) as one columnar batch."""
+    ctx = sm.context
     matrix = ctx.pool.matrix()
     cols: dict[str, list] = {k: [] for k in ("replicas", "leader", "leader_epoch", "isr", "partition_epoch",
                                              "recovery_state")}
-    for ts, parts, _, _ in segments:
+    for ts, parts, *_ in segments:
         _, leader, le, icode, pe, rec = ctx.leadership_arrays(ts, parts)
         no_info = le == -1
         cols["replicas"].append(matrix[ctx.assignment_codes(ts, parts)])
@@ -226,10 +235,10 @@ def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int],
         cols["partition_epoch"].append(np.where(no_info, 0, pe))
         cols["recovery_state"].append(np.where(no_info, 0, rec))
     width = max(m.shape[1] for m in cols["replicas"])
-    n = len(partitions)
+    n = len(currents)
     sm.journal.emit_columns(
         PartitionTransition, topic=topic_column(segments),
-        partition=np.concatenate([s[1] for s in segments]), from_state=np.asarray(currents, dtype=np.uint8),
+        partition=np.concatenate([s[1] for s in segments]), from_state=currents,
         to_state=np.full(n, target, dtype=np.uint8),
         replicas=list_column(np.concatenate([_pad(m, width) for m in cols["replicas"]])),
         leader=np.concatenate(cols["leader"]), leader_epoch=np.concatenate(cols["leader_epoch"]),
@@ -237,7 +246,6 @@ def emit_partition_transitions(sm, partitions: list[tuple], currents: list[int],
         partition_epoch=np.concatenate(cols["partition_epoch"]),
         recovery_state=np.concatenate(cols["recovery_state"]),
         election=np.broadcast_to(np.asarray(code, dtype=np.uint8), (n,)))
-    return True
 
 
 def list_column(rows: np.ndarray) -> ListColumn:
@@ -348,3 +356,168 @@ def _create_states(store, segments: list, controller_epoch: int, expected_zk_ver
     responses = store.create_partition_states(states, expected_zk_version)
     return [{i: responses[(topic, p)] for i, p in enumerate(ps.tolist()) if responses[(topic, p)] is not None}
             for topic, ps, _, _ in segments]
+
+
+class LazyResults(Mapping):
+    """The results of ``handle_state_changes`` (tp -> LeaderAndIsr / None / Exception) of a batch, built as a
+    dict the first time anyone reads them: creation's callers never do, and building a million entries
+    costs more than the state change itself."""
+
+    __slots__ = ("_build", "_dict")
+
+    def __init__(self, build):
+        self._build = build
+        self._dict = None
+
+    def _results(self) -> dict:
+        if self._dict is None:
+            self._dict = self._build()
+            self._build = None
+        return self._dict
+
+    def __getitem__(self, tp):
+        return self._results()[tp]
+
+    def __iter__(self):
+        return iter(self._results())
+
+    def __len__(self) -> int:
+        return len(self._results())
+
+    def __contains__(self, tp) -> bool:
+        return tp in self._results()
+
+    def __repr__(self) -> str:
+        return repr(self._results())
+
+
+def new_partitions_batch(sm, partitions: list[tuple], target: int):
+    """``PartitionStateMachine._do_handle_state_changes`` to NewPartition, or to OnlinePartition when every
+    partition is New (leader initialisation), as one columnar pass over the partitions' topic runs; the
+    results as a :class:`LazyResults`. None (nothing done) when the per-partition path must do it: too few
+    partitions, a partition listed twice or unknown, one in a state the move does not start from (the
+    refusals are the reference path's), a New partition with no live replica, replicas on offline log
+    directories, or transitions traced one by one."""
+    from statemachines.states import NEW_PARTITION, NON_EXISTENT_PARTITION, VALID_PREVIOUS_PARTITION_BYTES
+    ctx = sm.context
+    if (len(partitions) < BATCH_MIN or sm.trace_transitions or ctx.has_offline_dirs()
+            or not hasattr(sm.batch, "add_leader_and_isr_segments")):
+        return None
+    segments = ctx.topic_segments(partitions)
+    if segments is None:
+        return None
+    if target == NEW_PARTITION:
+        # From NonExistentPartition (a partition without a state gets that first): nothing else may start.
+        for ts, parts, _, _ in segments:
+            cur = np.frombuffer(ts.pstate, dtype=np.uint8)[parts] if len(ts.pstate) else np.zeros(0, np.uint8)
+            if not bool(np.all((cur == NON_EXISTENT_PARTITION) | (cur == _ABSENT))):
+                return None
+        currents = np.full(len(partitions), NON_EXISTENT_PARTITION, dtype=np.uint8)
+        _emit_segments(sm, partitions, segments, currents, NEW_PARTITION, ELECTION_NONE)
+        for ts, parts, _, _ in segments:
+            ctx.put_partition_states_array(ts, parts, NEW_PARTITION)
+        return LazyResults(partial(dict.fromkeys, partitions))
+    if target != ONLINE_PARTITION or NEW_PARTITION not in VALID_PREVIOUS_PARTITION_BYTES[target]:
+        return None
+    for ts, parts, _, _ in segments:
+        if not bool(np.all(np.frombuffer(ts.pstate, dtype=np.uint8)[parts] == NEW_PARTITION)):
+            return None
+    return _initialize_new_partitions(sm, partitions, segments)
+
+
+_ABSENT = 0xFF   # controller.context.ABSENT: a partition with no state recorded
+
+
+def _live_replica_codes(ctx, codes: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """The pool code of the live replicas (in assignment order) of each replica list in ``codes``: computed
+    once per distinct replica list."""
+    distinct = unique(codes)
+    rows = ctx.pool.matrix()[distinct]
+    live_codes = ctx.codes_of_rows(ea.compact_rows(rows, ea.broker_mask(rows, live)))
+    lookup = np.zeros(int(distinct[-1]) + 1 if len(distinct) else 1, dtype=np.int32)
+    lookup[distinct] = live_codes
+    return lookup[codes]
+
+
+def _initialize_new_partitions(sm, partitions: list[tuple], segments: list):
+    """NewPartition -> OnlinePartition of ``segments`` (all New): ``_initialize_leader_and_isr_for_partitions``
+    then the PartitionTransition records and states, as the reference path does them; None when a partition
+    has no live replica (the reference path words that failure)."""
+    from statemachines.states import NEW_PARTITION
+    from statemachines.errors import ControllerMovedError
+    ctx = sm.context
+    live = ctx.live_mask()
+    chosen = []   # per segment: (ISR codes, leader)
+    for ts, parts, _, _ in segments:
+        isr_codes = _live_replica_codes(ctx, ctx.assignment_codes(ts, parts), live)
+        if not bool(isr_codes.all()):   # code 0 is (): no live replica
+            return None
+        chosen.append(isr_codes)
+    matrix = ctx.pool.matrix()
+    chosen = [(isr_codes, matrix[isr_codes]) for isr_codes in chosen]
+    epoch = ctx.epoch
+    store_segments = [(ts.name, parts, isr[:, 0], isr) for (ts, parts, _, _), (_, isr) in zip(segments, chosen)]
+    try:
+        failed = _create_states(sm.store, store_segments, epoch, ctx.epoch_zk_version)
+    except ControllerMovedError:
+        sm._log.error("Controller moved to another broker when trying to create the topic partition state znode")
+        raise
+    except Exception as exc:
+        out = {}
+        for topic, ps, _, _ in store_segments:
+            for p in ps.tolist():
+                # Kafka reports NewPartition as the target here (sic).
+                out[(topic, p)] = sm._log_failed_state_change((topic, p), NEW_PARTITION, NEW_PARTITION, exc)
+        return LazyResults(partial(dict, out))
+    adds, done_segments, kept = [], [], []
+    zeros = None
+    for (ts, parts, _, _), (isr_codes, isr), bad in zip(segments, chosen, failed):
+        ok = None
+        if bad:
+            ok = np.ones(len(parts), dtype=bool)
+            ok[list(bad)] = False
+            for i in sorted(bad):
+                bad[i] = sm._log_failed_state_change((ts.name, int(parts[i])), NEW_PARTITION, ONLINE_PARTITION, bad[i])
+        okp, ok_codes, ok_isr = (parts, isr_codes, isr) if ok is None else (parts[ok], isr_codes[ok], isr[ok])
+        kept.append((ts.name, parts, isr_codes, bad))
+        if not len(okp):
+            continue
+        n = len(okp)
+        if zeros is None or len(zeros) < n:
+            zeros = np.zeros(n, dtype=np.int32)
+        ctx.put_leadership_arrays(ts, okp, ok_isr[:, 0], zeros[:n], ok_codes, 0, zeros[:n], epoch)
+        adds.append((ts, okp, ok_isr))
+        done_segments.append((ts, okp))
+    sm.batch.add_leader_and_isr_segments(adds, True)
+
+    done = sum(len(p) for _, p in done_segments)
+    if done:
+        done_tps = partitions if done == len(partitions) else [
+            (ts.name, p) for ts, okp in done_segments for p in okp.tolist()]
+        segs = [(ts, okp, 0, 0) for ts, okp in done_segments]
+        _emit_segments(sm, done_tps, segs, np.full(done, NEW_PARTITION, dtype=np.uint8), ONLINE_PARTITION,
+                       ELECTION_NEW_PARTITION)
+        for ts, okp in done_segments:
+            ctx.put_partition_states_array(ts, okp, ONLINE_PARTITION)
+    return LazyResults(partial(_initialized_results, ctx.pool.tuples, kept))
+
+
+def _initialized_results(tuples: list, kept: list) -> dict:
+    from events.records import RECOVERED
+    new = tuple.__new__
+    out = {}
+    for name, parts, isr_codes, bad in kept:
+        isrs = list(map(tuples.__getitem__, isr_codes.tolist()))
+        for i, p in enumerate(parts.tolist()):
+            isr = isrs[i]
+            out[(name, p)] = new(LeaderAndIsr, (isr[0], 0, isr, RECOVERED, 0)) if i not in bad else bad[i]
+    return out
+
+
+def _emit_segments(sm, partitions: list, segments: list, currents: np.ndarray, target: int, code: int) -> None:
+    """PartitionTransition records of the partitions of ``segments`` (``partitions`` as tuples, in the same
+    order): one columnar batch, or the reference path's rows when they are few."""
+    if len(partitions) >= COLUMN_MIN:
+        _emit_columns(sm, segments, currents, target, code)
+    else:
+        sm._emit_rows(partitions, currents.tolist(), target, code)

@@ -21,7 +21,9 @@ from events.records import (
 )
 from statemachines import election, failures
 from statemachines.errors import ControllerMovedError, InvalidTransitionError, kafka_name
-from statemachines.partition_batch import elect_batch, emit_partition_transitions, init_leaders_batch
+from statemachines.partition_batch import (
+    elect_batch, emit_partition_transitions, init_leaders_batch, new_partitions_batch,
+)
 from statemachines.leader_and_isr import (
     INITIAL_LEADER_EPOCH, INITIAL_PARTITION_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition,
 )
@@ -171,6 +173,11 @@ class PartitionStateMachine:
 
     def _do_handle_state_changes(self, partitions: list[tuple], target: int, strategy) -> dict:
         ctx = self.context
+        if self.batch_path and target in (NEW_PARTITION, ONLINE_PARTITION):
+            # New topics' partitions (to NewPartition, then New to Online) in one columnar pass.
+            done = new_partitions_batch(self, partitions, target)
+            if done is not None:
+                return done
         results: dict = {}
         valid_prev = VALID_PREVIOUS_PARTITION_BYTES[target]
         valid: list[tuple] = []
@@ -243,6 +250,10 @@ class PartitionStateMachine:
         ctx = self.context
         if self.batch_path and emit_partition_transitions(self, partitions, currents, target, election_code):
             return
+        self._emit_rows(partitions, currents, target, election_code)
+
+    def _emit_rows(self, partitions: list[tuple], currents: list[int], target: int, election_code: int) -> None:
+        ctx = self.context
         rows = []
         for tp, cur in zip(partitions, currents):
             replicas = ctx.partition_replica_assignment(tp)
