@@ -54,12 +54,18 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
             sm._log_failed_state_change(tp, current[tp], ONLINE_PARTITION, exc)
             results[tp] = exc
         return True
-    for (ts, parts, start, _), r in zip(segments, reads):
-        for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
-            tp = partitions[start + i]
-            failures.append((start + i, fail.no_leadership_info(tp, PARTITION_BY_BYTE[ctx.partition_state(tp)])
-                             if not r.exists[i] else
-                             fail.election_aborted_by_newer_controller(tp, sm.controller_id, int(r.controller_epoch[i]))))
+    # Every topic run's reads as one set of rows: the checks and elections in one pass over all of them.
+    bounds = np.array([seg[2] for seg in segments] + [len(partitions)], dtype=np.int64)
+    exists = np.concatenate([r.exists for r in reads])
+    r_epoch = np.concatenate([r.controller_epoch for r in reads])
+    isr_width = max(r.isr.shape[1] for r in reads)
+    r_isr = np.concatenate([_pad(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
+    usable = exists & (r_epoch <= epoch)
+    for i in np.flatnonzero(~usable).tolist():
+        tp = partitions[i]
+        failures.append((i, fail.no_leadership_info(tp, PARTITION_BY_BYTE[ctx.partition_state(tp)])
+                         if not exists[i] else
+                         fail.election_aborted_by_newer_controller(tp, sm.controller_id, int(r_epoch[i]))))
 
     live = ctx.live_mask(include_shutting_down_brokers=shutdown)
     down = np.zeros(0, dtype=bool)
@@ -67,37 +73,46 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
         down = np.zeros(max(ctx.shutting_down_broker_ids, default=-1) + 1, dtype=bool)
         down[list(ctx.shutting_down_broker_ids)] = True
     matrix = ctx.pool.matrix()
-    elected = []   # per segment: (rows, leader, new ISR, recovery, codes, recipients matrix)
-    no_leader: list[int] = []
-    for (ts, parts, start, _), r in zip(segments, reads):
-        usable = r.exists & (r.controller_epoch <= epoch)
-        assignment = matrix[ctx.assignment_codes(ts, parts)]
-        live_cols = ea.broker_mask(assignment, live)
-        if offline:
-            isr_live = ea.broker_mask(r.isr, live).any(axis=1)
-            allowed = strategy.allow_unclean or (not isr_live[usable].all() and sm.unclean_leader_election_enabled(
-                ts.name))
-            leader, unclean = ea.offline_partition_leaders(assignment, r.isr, live, ~isr_live & allowed)
-            unclean &= usable
-            new_isr = ea.offline_new_isrs(leader, r.isr, live)
-            recovery = r.recovery.copy()
-            if sm.leader_recovery_supported:
-                recovery[unclean] = RECOVERING
-            codes = np.where(unclean, ELECTION_OFFLINE_UNCLEAN, ELECTION_OFFLINE)
-            # Kafka marks UncleanLeaderElectionsPerSec when the algorithm picks, before the write.
-            ctx.unclean_leader_elections += int(np.count_nonzero(unclean))
+    assignment = matrix[np.concatenate([ctx.assignment_codes(ts, parts) for ts, parts, _, _ in segments])]
+    live_cols = ea.broker_mask(assignment, live)
+    if offline:
+        isr_live = ea.broker_mask(r_isr, live).any(axis=1)
+        if strategy.allow_unclean:
+            allowed = np.ones(len(partitions), dtype=bool)
         else:
-            leader = ea.controlled_shutdown_leaders(assignment, r.isr, live, down)
-            new_isr = ea.controlled_shutdown_new_isrs(r.isr, down)
-            recovery = r.recovery
-            codes = np.full(len(parts), ELECTION_CONTROLLED_SHUTDOWN)
-        no_leader.extend((start + np.flatnonzero(usable & (leader < 0))).tolist())
-        rows = np.flatnonzero(usable & (leader >= 0))
-        recipients = np.where(live_cols, assignment, -1)
-        elected.append((rows, leader[rows], new_isr[rows], recovery[rows], codes[rows], recipients[rows],
-                        r.leader_epoch[rows] + 1, r.version[rows]))
+            # The topic's config is read only where a usable partition has no live ISR member (as Kafka does).
+            lacking = np.add.reduceat((usable & ~isr_live).astype(np.int64), bounds[:-1]) > 0 \
+                if len(partitions) else np.zeros(0, dtype=bool)
+            enabled = [bool(need) and sm.unclean_leader_election_enabled(ts.name)
+                       for (ts, _, _, _), need in zip(segments, lacking.tolist())]
+            allowed = np.repeat(np.asarray(enabled, dtype=bool), np.diff(bounds))
+        leader, unclean = ea.offline_partition_leaders(assignment, r_isr, live, ~isr_live & allowed)
+        unclean &= usable
+        new_isr = ea.offline_new_isrs(leader, r_isr, live)
+        recovery = np.concatenate([r.recovery for r in reads])
+        if sm.leader_recovery_supported:
+            recovery[unclean] = RECOVERING
+        codes = np.where(unclean, ELECTION_OFFLINE_UNCLEAN, ELECTION_OFFLINE)
+        # Kafka marks UncleanLeaderElectionsPerSec when the algorithm picks, before the write.
+        ctx.unclean_leader_elections += int(np.count_nonzero(unclean))
+    else:
+        leader = ea.controlled_shutdown_leaders(assignment, r_isr, live, down)
+        new_isr = ea.controlled_shutdown_new_isrs(r_isr, down)
+        recovery = np.concatenate([r.recovery for r in reads])
+        codes = np.full(len(partitions), ELECTION_CONTROLLED_SHUTDOWN)
     failures.sort(key=lambda f: f[0])
-    failures += [(row, fail.no_leader_elected(partitions[row], strategy)) for row in no_leader]
+    failures += [(row, fail.no_leader_elected(partitions[row], strategy))
+                 for row in np.flatnonzero(usable & (leader < 0)).tolist()]
+    chosen = usable & (leader >= 0)
+    recipients = np.where(live_cols, assignment, -1)
+    leader_epoch = np.concatenate([r.leader_epoch for r in reads]) + 1
+    version = np.concatenate([r.version for r in reads])
+    elected = []   # per segment: (rows, leader, new ISR, recovery, codes, recipients matrix, epoch, version)
+    for (ts, parts, start, end) in segments:
+        rows = np.flatnonzero(chosen[start:end])
+        at = start + rows
+        elected.append((rows, leader[at], new_isr[at], recovery[at], codes[at], recipients[at], leader_epoch[at],
+                        version[at]))
 
     # The writes, one fenced conditional write per partition in row order.
     written = []
@@ -119,22 +134,32 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
         raise check_failed
 
     # Successful writes: cached, and LeaderAndIsr + UpdateMetadata for the live replicas (row order).
-    done_rows, done_lai, done_codes = [], [], []
-    adds = []
-    for (ts, parts, start, _), (rows, leader, isr, recovery, codes, recipients, leader_epoch, _v), new_version in zip(
-            segments, elected, written):
+    kept = []   # per segment with a successful write: (segment, its elected rows, the write's new versions)
+    for seg, el, new_version in zip(segments, elected, written):
         ok = new_version >= 0
         if not ok.any():
             continue
-        rows, sel = rows[ok], parts[rows[ok]]
-        leader, isr, recovery, codes, recipients, leader_epoch = (leader[ok], isr[ok], recovery[ok], codes[ok],
-                                                                  recipients[ok], leader_epoch[ok])
-        new_version = new_version[ok]
-        ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, ctx.codes_of_rows(isr), recovery, new_version, epoch)
+        if not ok.all():
+            el = tuple(a[ok] for a in el)
+            new_version = new_version[ok]
+        kept.append((seg, el, new_version))
+    # The new ISRs' pool codes in one pass over every topic's rows (each distinct ISR interned once).
+    isr_codes = ctx.codes_of_rows(np.concatenate([el[2] for _, el, _ in kept])).tolist() if kept else []
+    tuples = ctx.pool.tuples
+    done_rows, done_lai, done_codes = [], [], []
+    adds = []
+    at = 0
+    new = tuple.__new__
+    for (ts, parts, start, _), (rows, leader, _isr, recovery, codes, recipients, leader_epoch, _v), new_version in kept:
+        sel = parts[rows]
+        icodes = isr_codes[at:at + len(rows)]
+        at += len(rows)
+        ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, np.asarray(icodes, dtype=np.int32), recovery,
+                                  new_version, epoch)
         adds.append((ts, sel, recipients))
-        done_lai.extend(map(partial(tuple.__new__, LeaderAndIsr), zip(
-            leader.tolist(), leader_epoch.tolist(), sm.context.tuples_of_rows(isr), recovery.tolist(),
-            new_version.tolist())))
+        done_lai.extend(new(LeaderAndIsr, row) for row in zip(
+            leader.tolist(), leader_epoch.tolist(), map(tuples.__getitem__, icodes), recovery.tolist(),
+            new_version.tolist()))
         done_codes.extend(codes.tolist())
         done_rows.extend((start + rows).tolist())
     sm.batch.add_leader_and_isr_segments(adds, False)   # each partition's state as the context holds it now
