@@ -15,6 +15,7 @@ from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sw
 from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, fold_log
+from statemachines.errors import RecordValueError
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
 from statemachines.kafka_log_format import KafkaLogFormatter, format_records
 
@@ -198,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
                     "sweep": cli_sweep.cmd_sweep,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
+    except RecordValueError as exc:   # a record of the log read: name the log too
+        where = getattr(args, "log_dir", None)
+        print(f"kcontroller: error: {f'{where}: ' if where else ''}{_error_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     except (LogError, ClusterError, *cli_cluster.ERRORS) as exc:
         print(f"kcontroller: error: {_error_line(exc)}", file=sys.stderr)
         return EXIT_ERROR

@@ -103,6 +103,7 @@ from events.records import (
     LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaAssignmentChanged, ReplicaTransition,
     TopicCreated, TopicDeletionCompleted, TopicQueuedForDeletion, ViewSnapshot,
 )
+from statemachines.errors import RecordValueError
 from statemachines.states import (
     NEW_PARTITION, NON_EXISTENT_PARTITION, NON_EXISTENT_REPLICA, OFFLINE_PARTITION, ONLINE_PARTITION, ONLINE_REPLICA,
     PARTITION_BY_BYTE, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
@@ -1580,9 +1581,9 @@ _PARTITION_NAMES = {b: s.value for b, s in PARTITION_BY_BYTE.items()}
 _REPLICA_NAMES = {b: s.value for b, s in REPLICA_BY_BYTE.items()}
 
 
-def _unfit(rec: tuple, exc: Exception) -> ValueError:
-    """A record value the view's int32 columns cannot hold, as a ValueError naming the record."""
-    return ValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}")
+def _unfit(rec: tuple, exc: Exception) -> RecordValueError:
+    """A record value the view's int32 columns cannot hold, as an error naming the record."""
+    return RecordValueError(f"{type(rec).__name__} at offset {rec.offset}: {exc}")
 
 
 _HANDLERS = {

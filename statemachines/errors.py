@@ -53,3 +53,8 @@ KEEPER_CLASSES = {
 def kafka_name(exc: BaseException) -> str:
     """The Kafka/JVM exception class name to report for ``exc``."""
     return getattr(exc, "kafka_name", type(exc).__name__)
+
+
+class RecordValueError(ValueError):
+    """A record of a log whose values the engine cannot hold or act on (a forged or damaged log: a replica
+    list holding a string, a partition beyond what the columns hold); the message names the record."""

@@ -518,3 +518,14 @@ def test_what_if_on_json_it_cannot_read(tmp_path, capsys, text, message):
     path.write_text(text)
     status, _, err = run(capsys, "what-if", path)
     assert_clean_error(status, err, 2, message)
+
+
+@pytest.mark.parametrize("field, value", [("assignment", ((0, "x"),)), ("assignment", ((2**40,),))])
+@pytest.mark.parametrize("command", ["describe", "replay"])
+def test_a_record_value_the_engine_cannot_hold_is_an_error_naming_the_record(tmp_path, capsys, cluster_log, field,
+                                                                            value, command):
+    forged = tmp_path / "forged"
+    _forge(cluster_log, forged, field, value)
+    status, _, err = run(capsys, command, forged)
+    assert_clean_error(status, err, 2, "TopicCreated at offset")
+    assert str(forged) in err
