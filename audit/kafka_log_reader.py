@@ -15,7 +15,6 @@ the file comes from.
 from __future__ import annotations
 
 import calendar
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -100,10 +99,9 @@ class KafkaLogReader:
         self.sample_size = sample_size
         self.counts = LineCounts()
         self.sample: list[tuple[int, str]] = []
-        self._eras: Counter = Counter()
+        self._eras = {ERA_0_8: 0, ERA_1_0: 0, ERA_2_6: 0}   # era -> lines that tell it
         self._hints: set[str] = set()
         self._kraft_lines = 0
-        self._log_lines = 0
         self._state_change_lines = 0
         self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
         self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
@@ -119,10 +117,7 @@ class KafkaLogReader:
         self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
         self._loggers: dict = {}               # logger -> _L_*
         # Context of the log line being read.
-        self._seq = 0
-        self._source = path
-        self._no = 0
-        self._ts = ""
+        self._item: tuple = (LOG, 0, path, 0, "", None, None, None, None, None)   # the log line being read
         self._cid = -1
         self._epoch = -1
         self._out: list[AuditRow] = []
@@ -169,7 +164,7 @@ class KafkaLogReader:
         return KafkaLogReading(
             path=self.path, run_id=self.run_id, rows=rows, counts=self.counts,
             not_understood_sample=list(self.sample), era=self.era, kraft=self._kraft_lines > 0,
-            is_log4j=self._log_lines > 0, version_hints=tuple(sorted(self._hints)), notes=self._notes(rows),
+            is_log4j=bool(self._splitter.layouts), version_hints=tuple(sorted(self._hints)), notes=self._notes(rows),
             layouts=dict(self._splitter.layouts.most_common()), sources=tuple(self.sources))
 
     @property
@@ -184,7 +179,7 @@ class KafkaLogReader:
         if self._kraft_lines:
             notes.append(f"KRaft: no controller state machines here ({self._kraft_lines} KRaft lines, "
                          f"none made a row)")
-        if not self._log_lines and self.counts.total > self.counts.header:
+        if not self._splitter.layouts and self.counts.total > self.counts.header:
             notes.append("no line in any known log layout: not a Kafka log file")
         layouts = self._splitter.layouts
         if layouts and set(layouts) != {"kafka"}:
@@ -214,16 +209,26 @@ class KafkaLogReader:
     def _log_line(self, item: tuple) -> None:
         # One function for the whole classification of a line: nearly every line of a file comes here,
         # and each call saved is a few per cent of the reading speed.
-        _, self._seq, self._source, no, msg, ts, level, logger, _, _ = item
-        self._no, self._ts = no, ts
-        self._log_lines += 1
+        self._item = item
+        msg = item[4]
+        logger = item[7]
         self._awaiting_exception = False
         ident = None
         body = msg
         if msg[:1] == "[":
-            m = _IDENT_MATCH(msg)
-            if m is not None:
-                ident, body = m.group(1), msg[m.end():]
+            # "[ident] ", "[ident]: ", "[ident], " (pat.IDENT, by hand: this is on every line)
+            close = msg.find("]")
+            if close > 0:
+                ident = msg[1:close]
+                if "[" in ident:
+                    ident = None
+                else:
+                    end = close + 1
+                    if msg[end:end + 1] in (":", ","):
+                        end += 1
+                    if msg[end:end + 1] == " ":
+                        end += 1
+                    body = msg[end:]
         role = self._idents.get(ident)
         if role is None:
             role = self._idents[ident] = self._ident_role(ident)
@@ -268,7 +273,7 @@ class KafkaLogReader:
         elif category == "other":
             self.counts.other += 1
         else:
-            self._not_understood(no, self._line_text(ts, level, msg, logger))
+            self._not_understood(item[3], self._line_text(item[5], item[6], msg, logger))
 
     @staticmethod
     def _line_text(ts: str | None, level: str, msg: str, logger: str | None) -> str:
@@ -297,16 +302,16 @@ class KafkaLogReader:
         elif ident is None and body.startswith("Broker ") and logger in ("state.change.logger", None):
             self._eras[ERA_0_8] += 1
             return "other"                       # 0.8–0.11 broker side: "Broker 1 received ..."
-        self._set_controller(cid, epoch)
-        return self._dispatch(key, body)
-
-    def _set_controller(self, cid: int | None, epoch: int | None) -> None:
         if cid is None:
             cid = self._active if self._active is not None else -1
-        if epoch is not None and cid >= 0:
-            self._epochs[cid] = epoch
+        if epoch is not None:
+            if cid >= 0:
+                self._epochs[cid] = epoch
+        else:
+            epoch = self._epochs.get(cid, -1)
         self._cid = cid
-        self._epoch = epoch if epoch is not None else self._epochs.get(cid, -1)
+        self._epoch = epoch
+        return self._dispatch(key, body)
 
     def _dispatch(self, key: str, body: str) -> str:
         if key == "sending" and self._on_request_line(body):
@@ -368,8 +373,8 @@ class KafkaLogReader:
     # --- rows ------------------------------------------------------------------------------------
     def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
              leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
-        return AuditRow(self.run_id, self._source, self._no, self._seq, kind, self._cid, self._epoch,
-                        self._ts_ms(self._ts),
+        item = self._item
+        return AuditRow(self.run_id, item[2], item[3], item[1], kind, self._cid, self._epoch, self._ts_ms(item[5]),
                         entity, topic, partition, replica, frm, to, leader, leader_epoch, isr, replicas,
                         unclean, error)
 

@@ -27,6 +27,7 @@ and make no rows: there are no controller state machines in KRaft.
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import zlib
 from collections.abc import Iterable, Iterator
@@ -165,12 +166,12 @@ def iter_text_lines(path) -> Iterator[str]:
     except BaseException:
         f.close()
         raise
-    if b"\n" not in sniff and b"\r" in sniff:
-        return _decoded_lines(path, f, _cr_lines(f))
-    return _decoded_lines(path, f, f)
+    sep = b"\r" if b"\n" not in sniff and b"\r" in sniff else b"\n"   # CR alone: old Mac line ends
+    return itertools.chain.from_iterable(_decoded_blocks(path, f, sep))
 
 
 _READ_ERRORS = (OSError, EOFError, zlib.error)
+_BLOCK_BYTES = 1 << 20
 
 
 def _read_error(exc: BaseException) -> str:
@@ -181,29 +182,45 @@ def _read_error(exc: BaseException) -> str:
     return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
 
 
-def _cr_lines(f) -> Iterator[bytes]:
-    """The lines of a file whose lines end with CR alone (old Mac line ends)."""
-    rest = b""
-    while True:
-        chunk = f.read(1 << 16)
-        if not chunk:
-            break
-        *lines, rest = (rest + chunk).split(b"\r")
-        yield from lines
-    if rest:
-        yield rest
-
-
-def _decoded_lines(path: str, f, lines: Iterable[bytes]) -> Iterator[str]:
+def _decoded_blocks(path: str, f, sep: bytes) -> Iterator[list[str]]:
+    """The file's lines, a block (about a MiB) at a time: decoding and splitting a block at once is
+    several times faster than line by line."""
     try:
         try:
-            for raw in lines:
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = raw.decode("latin-1")
-                yield text.rstrip("\r\n")
+            rest = b""
+            while True:
+                chunk = f.read(_BLOCK_BYTES)
+                if not chunk:
+                    break
+                chunk = rest + chunk if rest else chunk
+                cut = chunk.rfind(sep)
+                if cut < 0:
+                    rest = chunk
+                    continue
+                rest = chunk[cut + 1:]
+                yield _decode_block(chunk[:cut], sep)
+            if rest:
+                yield _decode_block(rest, sep)
         except _READ_ERRORS as exc:   # e.g. a truncated or corrupt gzip stream
             raise KafkaLogError(path, f"cannot be read ({_read_error(exc)})") from None
     finally:
         f.close()
+
+
+def _decode_block(block: bytes, sep: bytes) -> list[str]:
+    """The lines of a block without line ends; UTF-8, or Latin-1 for a line that is not."""
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError:
+        lines = []
+        for raw in block.split(sep):
+            try:
+                lines.append(raw.decode("utf-8").rstrip("\r\n"))
+            except UnicodeDecodeError:
+                lines.append(raw.decode("latin-1").rstrip("\r\n"))
+        return lines
+    if sep == b"\r":
+        return text.split("\r")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return text.split("\n")

@@ -55,13 +55,12 @@ _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEB
                          r"(?:(.*) \(([^\s()=]+)\)\s*|(.*))$")
 
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
-DASH = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:\[(?P<t2>[^\]]*)\]\s+)?"
-                  r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<msg>.*)$")
-BARE = re.compile(_TS + r"\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
+# "%d %p %c:%L - %m" and kin (dash: "dmsg"), else "%d %p %m ..." (Strimzi's and kin: "msg"), in one match.
+DATED = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]\d][^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:(?:\[(?P<t2>[^\]]*)\]\s+)?"
+                   r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<dmsg>.*)|(?P<msg>.*))$")
 BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
 ZOOKEEPER = re.compile(_TS + r" \[myid:[^\]]*\] - " + _LEVEL + r"\s+\[(?P<thread>[^\]]*?):(?P<cls>[\w$]+)@\d+\] - "
                        r"(?P<msg>.*)$")
-_THREAD_TAIL = re.compile(r"\) \[(?P<thread>[^\[\]]*)\]\s*$")
 
 COMPOSE_PREFIX = re.compile(r"(?P<stream>[A-Za-z0-9][\w.-]*)\s*\| ?(?P<rest>.*)$")
 CRI_PREFIX = re.compile(r"(?P<ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) "
@@ -133,20 +132,23 @@ def _kafka(text: str):
 
 
 def _dated(text: str):
-    """The layouts that open with a bare timestamp: dash (``%c:%L - %m``), then Strimzi's and kin."""
-    m = DASH.match(text)
-    if m is not None:
-        return "dash", normalize_ts(m["ts"]), m["level"], m["logger"], m["t1"] or m["t2"], m["msg"]
-    m = BARE.match(text)
+    """The layouts that open with a bare timestamp: dash (``%c:%L - %m``), else Strimzi's and kin."""
+    if not text[:1].isdigit():
+        return None
+    m = DATED.match(text)
     if m is None:
         return None
-    msg, thread = m["msg"], None
-    if msg.endswith("]"):
-        t = _THREAD_TAIL.search(msg)
-        if t is not None:
-            thread, msg = t["thread"], msg[:t.start() + 1]
+    ts, t1, level, t2, logger, dmsg, msg = m.groups()
+    if dmsg is not None:
+        return "dash", normalize_ts(ts), level, logger, t1 or t2, dmsg
+    thread = t1
+    msg = msg.rstrip()
+    if msg[-1:] == "]":                              # "... (logger) [thread]"
+        at = msg.rfind(") [")
+        if at >= 0 and "[" not in msg[at + 3:-1] and "]" not in msg[at + 3:-1]:
+            thread, msg = msg[at + 3:-1], msg[:at + 1]
     logger, msg = split_logger(msg)
-    return "strimzi", normalize_ts(m["ts"]), m["level"], logger, thread, msg
+    return "strimzi", normalize_ts(ts), level, logger, thread, msg
 
 
 def _zookeeper(text: str):
@@ -196,12 +198,19 @@ def _field(obj: dict, *names):
 
 
 def _json_ts(obj: dict) -> str | None:
+    try:
+        return _json_ts_of(obj)
+    except (TypeError, ValueError, OverflowError, OSError):    # a field of another type, a time out of range
+        return None
+
+
+def _json_ts_of(obj: dict) -> str | None:
     value = _field(obj, "@timestamp", "timestamp", "time", "ts", "date")
     if isinstance(value, str):
         m = re.match(_TS, value.strip())
         return normalize_ts(m["ts"]) if m else None
     millis = None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
         millis = value if value > 1e11 else value * 1000
     instant = obj.get("instant")
     if isinstance(instant, dict) and "epochSecond" in instant:
@@ -219,10 +228,9 @@ def _json_stack(obj: dict) -> list[str]:
     if isinstance(stack, str):
         return stack.splitlines()
     thrown = obj.get("thrown")
-    if isinstance(thrown, dict) and thrown.get("name"):
-        head = thrown["name"] + (f": {thrown['message']}" if thrown.get("message") else "")
-        return [head]
-    if isinstance(stack, dict) and stack.get("class"):       # {"exception": {"class": .., "message": ..}}
+    if isinstance(thrown, dict) and isinstance(thrown.get("name"), str):
+        return [thrown["name"] + (f": {thrown['message']}" if thrown.get("message") else "")]
+    if isinstance(stack, dict) and isinstance(stack.get("class"), str):   # {"exception": {"class": ..}}
         return [stack["class"] + (f": {stack['message']}" if stack.get("message") else "")]
     return []
 
@@ -267,6 +275,7 @@ class LineSplitter:
         self._first = _kafka
         self._streams: set = set()           # streams that have had a log line (continuations follow it)
         self._partial: dict = {}             # stream -> the text of its CRI partial lines so far
+        self._prefix_first = False           # whether the last line was behind a prefix (or JSON)
 
     def split(self, lines: Iterable[str], source: str) -> Iterator[tuple]:
         """Items of one file's lines; ``seq`` and ``line`` are the 1-based line number."""
@@ -304,26 +313,29 @@ class LineSplitter:
                 layouts["kafka"] += fast
 
     def _parse(self, no: int, text: str, source: str, depth: int = 0, stream=None, prefix: str = "",
-               outer_ts: str | None = None) -> Iterator[tuple]:
+               outer_ts: str | None = None) -> list[tuple]:
         if not text or text.isspace() or (text[0] == "#" and not depth):
-            yield (BLANK, no, source, no, text, None, None, None, None, stream)
-            return
+            return [(BLANK, no, source, no, text, None, None, None, None, stream)]
+        if not depth and self._prefix_first:          # the line before was behind a prefix: so is this one
+            inner = self._prefixed(no, text, source, depth, stream, prefix)
+            if inner is not None:
+                return inner
+            self._prefix_first = False
         parts, self._first = _message_layout(text, self._first)
         if parts is not None:
             self._streams.add(stream)
             self.layouts[prefix + parts[0]] += 1
             ts = parts[1] if parts[1] is not None else outer_ts
-            yield (LOG, no, source, no, parts[5], ts, parts[2], parts[3], parts[4], stream)
-            return
+            return [(LOG, no, source, no, parts[5], ts, parts[2], parts[3], parts[4], stream)]
         if depth < 3:
             inner = self._prefixed(no, text, source, depth, stream, prefix)
             if inner is not None:
-                yield from inner
-                return
+                if not depth:
+                    self._prefix_first = True
+                return inner
         if STACK_TRACE_LINE.match(text) or (stream in self._streams and CONTINUATION.match(text)):
-            yield (CONT, no, source, no, text, None, None, None, None, stream)
-        else:
-            yield (UNKNOWN, no, source, no, text, None, None, None, None, stream)
+            return [(CONT, no, source, no, text, None, None, None, None, stream)]
+        return [(UNKNOWN, no, source, no, text, None, None, None, None, stream)]
 
     def _prefixed(self, no, text, source, depth, stream, prefix) -> list | None:
         """The items of a line behind a prefix or in JSON; None if it is neither (or its inside is not
@@ -356,8 +368,8 @@ class LineSplitter:
         return None
 
     def _inner(self, no, rest, source, depth, stream, prefix, outer_ts=None) -> list | None:
-        items = list(self._parse(no, rest, source, depth + 1, stream, prefix, outer_ts))
-        if all(item[0] == UNKNOWN for item in items):
+        items = self._parse(no, rest, source, depth + 1, stream, prefix, outer_ts)
+        if items[0][0] == UNKNOWN and all(item[0] == UNKNOWN for item in items):
             return None
         return items
 

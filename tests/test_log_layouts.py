@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 if __name__ == "__main__":
@@ -368,7 +370,7 @@ def test_cri_partial_lines_are_joined():
             "(state.change.logger)")
     parts = [line[:30], line[30:90], line[90:]]
     lines = [f"2024-01-01T10:00:08.000000000Z stdout P {parts[0]}",
-             f"2024-01-01T10:00:08.000000000Z stderr F {{not this stream}}",
+             "2024-01-01T10:00:08.000000000Z stderr F {not this stream}",
              f"2024-01-01T10:00:08.000000000Z stdout P {parts[1]}",
              f"2024-01-01T10:00:08.000000000Z stdout F {parts[2]}"]
     reading = read_kafka_lines(lines)
@@ -394,6 +396,32 @@ def test_a_file_none_of_whose_lines_is_understood_is_an_input_error(tmp_path):
     assert result.exit_status == 2
     assert [i.error is not None for i in result.inputs] == [True, False]
     assert result.inputs[1].reading.rows and result.report.summary["rows"] > 0   # the other input is audited
+
+
+JSON_KEYS = ["@timestamp", "timestamp", "time", "timeMillis", "instant", "message", "msg", "log", "log.level", "level",
+             "severity", "log.logger", "logger_name", "loggerName", "thread", "process", "error.stack_trace",
+             "stack_trace", "exception", "thrown", "error"]
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=30)
+    | st.sampled_from(["INFO", "warn", "2024-01-01T10:00:00.123Z", "[2024-01-01 10:00:00,000] INFO x (a.B)",
+                       "\tat a.b(C.java:1)", "x\ny"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(JSON_KEYS + ["name", "epochSecond",
+                                                                                            "nanoOfSecond"]),
+                                                                 inner, max_size=4),
+    max_leaves=8)
+PREFIXES = st.sampled_from(["", "kafka_1  | ", "2024-01-01T00:00:00.000000000Z stdout F ",
+                            "2024-01-01T00:00:00.000000000Z stdout P ", "2024-01-01T00:00:00Z ",
+                            "[pod/kafka-0/kafka] ", "\x1b[36mk |\x1b[0m "])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(
+    st.dictionaries(st.sampled_from(JSON_KEYS), JSON_VALUES, max_size=6).map(json.dumps),
+    st.tuples(PREFIXES, st.sampled_from(read_lines(BASE)) | st.text(max_size=60)).map("".join),
+), max_size=12))
+def test_any_line_in_any_layout_is_read_without_raising(lines):
+    reading = read_kafka_lines(lines)
+    assert reading.counts.total >= len(lines)
 
 
 # --- several files as one ----------------------------------------------------------------------------------
