@@ -80,53 +80,80 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
             sm._log_failed_state_change(rep, cur, OFFLINE_REPLICA, exc)
         sm._succeed([], [], OFFLINE_REPLICA)
         return True
+    # Every topic run's reads as one set of rows: the checks and the ISR removals in one pass over all of them.
+    n_all = len(replicas)
+    exists = np.concatenate([r.exists for r in reads])
+    r_epoch = np.concatenate([r.controller_epoch for r in reads])
+    isr_width = max(r.isr.shape[1] for r in reads)
+    r_isr = np.concatenate([pb._pad(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
+    r_leader = np.concatenate([r.leader for r in reads])
+    r_leader_epoch = np.concatenate([r.leader_epoch for r in reads])
+    r_recovery = np.concatenate([r.recovery for r in reads])
+    r_version = np.concatenate([r.version for r in reads])
+    usable = exists & (r_epoch <= epoch)
     failed_reads: list[tuple[int, Exception]] = []
-    for (ts, parts, start, _), r in zip(segments, reads):
-        for i in np.flatnonzero(~r.exists | (r.controller_epoch > epoch)).tolist():
-            tp = replicas[start + i][:2]
-            failed_reads.append((start + i, failures.isr_path_empty(replica_id, tp) if not r.exists[i] else
-                                 failures.isr_path_written_by_newer_controller(epoch, int(r.controller_epoch[i]))))
+    for i in np.flatnonzero(~usable).tolist():
+        tp = replicas[i][:2]
+        failed_reads.append((i, failures.isr_path_empty(replica_id, tp) if not exists[i] else
+                             failures.isr_path_written_by_newer_controller(epoch, int(r_epoch[i]))))
+    new_leader, new_isr, contains = remove_replica_from_isrs(r_leader, r_isr, replica_id)
+    contains &= usable
+    keep = ~contains & usable
+    # Nothing to write for the rows without the replica in their ISR: cached as read, under this epoch.
+    keep_codes = ctx.codes_of_rows(r_isr[keep]) if keep.any() else np.zeros(0, dtype=np.int32)
+    at = 0
+    for ts, parts, start, end in segments:
+        k = keep[start:end]
+        m = int(np.count_nonzero(k))
+        if m:
+            sel = np.flatnonzero(k) + start
+            ctx.put_leadership_arrays(ts, parts[k], r_leader[sel], r_leader_epoch[sel], keep_codes[at:at + m],
+                                      r_recovery[sel], r_version[sel], epoch)
+            at += m
 
     written = []   # per segment: (rows written, new leader, new leader epoch, new ISR, recovery, new version)
     check_failed = None
     errors: list[tuple[int, Exception]] = []   # (row, error) of writes that failed otherwise than BADVERSION
     retry: list[int] = []                      # rows whose write hit BADVERSION
-    for (ts, parts, start, _), r in zip(segments, reads):
-        new_leader, new_isr, contains = remove_replica_from_isrs(r.leader, r.isr, replica_id)
-        usable = r.exists & (r.controller_epoch <= epoch)
-        contains &= usable
-        keep = ~contains & usable
-        if keep.any():  # nothing to write: cached as read, under this controller's epoch
-            ctx.put_leadership_arrays(ts, parts[keep], r.leader[keep], r.leader_epoch[keep],
-                                      ctx.codes_of_rows(r.isr[keep]), r.recovery[keep], r.version[keep], epoch)
-        rows = np.flatnonzero(contains)
+    for ts, parts, start, end in segments:
+        rows = np.flatnonzero(contains[start:end])
         version = np.zeros(0, dtype=np.int32)
+        at = start + rows
+        leader, leader_epoch, isr, recovery = new_leader[at], r_leader_epoch[at] + 1, new_isr[at], r_recovery[at]
         if len(rows):
-            res = store.write_leader_and_isr_columns(
-                ts.name, parts[rows], new_leader[rows], r.leader_epoch[rows] + 1, new_isr[rows], r.recovery[rows],
-                r.version[rows], epoch, ctx.epoch_zk_version)
+            res = store.write_leader_and_isr_columns(ts.name, parts[rows], leader, leader_epoch, isr, recovery,
+                                                     r_version[at], epoch, ctx.epoch_zk_version)
             check_failed = check_failed or res.check_failed
             version = res.version
             errors.extend((start + int(rows[i]), e) for i, e in sorted(res.errors.items()))
             retry.extend((start + rows[version == -1]).tolist())
         ok = version >= 0
-        written.append((rows[ok], new_leader[rows][ok], r.leader_epoch[rows][ok] + 1, new_isr[rows][ok],
-                        r.recovery[rows][ok], version[ok]))
+        if not ok.all():
+            rows, leader, leader_epoch, isr, recovery, version = (rows[ok], leader[ok], leader_epoch[ok], isr[ok],
+                                                                  recovery[ok], version[ok])
+        written.append((rows, leader, leader_epoch, isr, recovery, version))
     if check_failed is not None:
         raise check_failed
 
-    # Written partitions: cached and recorded (LeaderAndIsrUpdated), in row order.
-    for (ts, parts, start, _), (rows, leader, leader_epoch, isr, recovery, version) in zip(segments, written):
-        if not len(rows):
-            continue
-        ctx.put_leadership_arrays(ts, parts[rows], leader, leader_epoch, ctx.codes_of_rows(isr), recovery,
-                                  version, epoch)
-        n = len(rows)
-        sm.journal.emit_columns(LeaderAndIsrUpdated, topic=DictColumn((ts.name,), np.zeros(n, dtype=np.int32)),
-                                partition=parts[rows], leader=leader, leader_epoch=leader_epoch,
-                                isr=list_column(isr), partition_epoch=version, recovery_state=recovery,
-                                reason=np.full(n, UPDATE_OFFLINE_REPLICA, dtype=np.int32),
-                                replica=np.full(n, replica_id, dtype=np.int32))
+    # Written partitions: cached and recorded (LeaderAndIsrUpdated, one batch for every topic), in row order.
+    runs = [(ts, parts[w[0]], w) for (ts, parts, _, _), w in zip(segments, written) if len(w[0])]
+    if runs:
+        isr_all = np.concatenate([w[3] for _, _, w in runs])
+        codes = ctx.codes_of_rows(isr_all)
+        at = 0
+        for ts, sel, (rows, leader, leader_epoch, isr, recovery, version) in runs:
+            ctx.put_leadership_arrays(ts, sel, leader, leader_epoch, codes[at:at + len(rows)], recovery, version,
+                                      epoch)
+            at += len(rows)
+        n = at
+        sm.journal.emit_columns(
+            LeaderAndIsrUpdated, topic=topic_column([(ts, sel) for ts, sel, _ in runs]),
+            partition=np.concatenate([sel for _, sel, _ in runs]),
+            leader=np.concatenate([w[1] for _, _, w in runs]), leader_epoch=np.concatenate([w[2] for _, _, w in runs]),
+            isr=list_column(isr_all), partition_epoch=np.concatenate([w[5] for _, _, w in runs]),
+            recovery_state=np.concatenate([w[4] for _, _, w in runs]),
+            reason=np.full(n, UPDATE_OFFLINE_REPLICA, dtype=np.int32),
+            replica=np.full(n, replica_id, dtype=np.int32))
     for row, exc in failed_reads + errors:
         sm._log_failed_state_change(replicas[row], curs[row], OFFLINE_REPLICA, exc)
     for row in retry:
