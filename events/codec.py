@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
+from functools import partial
 from itertools import chain, repeat
 from operator import itemgetter
 
@@ -73,6 +74,7 @@ for _code, _cls in KINDS.items():
 _VALID = {(code, usual) for code, (usual, _) in _TYPES.items()}
 _USUAL = {code: usual for code, (usual, _) in _TYPES.items()}
 _kind_of = itemgetter(0)
+_version_of = itemgetter(1)
 
 
 def _columns():
@@ -267,6 +269,11 @@ def decode_batch(payload: bytes) -> list:
     arrays, columnar = _unpack(payload)
     if columnar:
         return _decode_mixed(arrays)
+    same = _one_kind(arrays)
+    if same is not None:   # the usual batch: records of one kind, checked as sets, built by one map
+        out = list(map(partial(_new, same), arrays))
+        _check_types(arrays, 0)
+        return out
     table = _TABLE
     versions = READABLE_VERSIONS
     out = []
@@ -309,6 +316,20 @@ def decode_elements(payload: bytes) -> list:
     return out
 
 
+def _one_kind(arrays) -> type | None:
+    """The record class when ``arrays`` are all tuples of one known kind, of its field count and of readable
+    versions (what the per-record checks would find, as a few C-level passes); else None."""
+    try:
+        if not arrays or set(map(type, arrays)) != {tuple} or len(kinds := set(map(_kind_of, arrays))) != 1:
+            return None
+        cls, n = _TABLE[next(iter(kinds))]
+        if set(map(len, arrays)) == {n} and set(map(_version_of, arrays)) <= READABLE_VERSIONS:
+            return cls
+    except (KeyError, TypeError, IndexError):
+        pass
+    return None
+
+
 def _checked(a, index: int):
     try:
         cls, n = _TABLE[a[0]]
@@ -335,7 +356,13 @@ def check_record_types(records, first_index: int = 0) -> None:
 def _check_types(records, first_index: int) -> None:
     """RecordDecodeError for the first record (of checked shape) a field of which has a type its schema does
     not accept; ``first_index`` is the index of ``records[0]`` in its batch."""
-    # The usual case in two C-level passes: the types of all fields against the usual types of their kinds.
+    # The usual case in two C-level passes: the types of all fields against the usual types of their kinds
+    # (one kind: its usual types repeated).
+    kind = records[0][0] if records else None
+    usual = _USUAL.get(kind) if type(kind) is int else None
+    if (usual is not None and tuple(map(type, chain.from_iterable(records))) == usual * len(records)
+            and len(set(map(_kind_of, records))) == 1):
+        return
     if list(map(type, chain.from_iterable(records))) == list(
             chain.from_iterable(map(_USUAL.__getitem__, map(_kind_of, records)))):
         return

@@ -77,3 +77,19 @@ def test_make_builds_records_by_name():
 def test_bad_payloads_are_named(payload, message):
     with pytest.raises(RecordDecodeError, match=message):
         decode_batch(payload)
+
+
+def test_a_batch_of_one_kind_is_checked_record_by_record_as_any_other():
+    """decode_batch builds a one-kind batch in one pass; a record of it with a field of the wrong type, or the
+    wrong length, is still found at its index."""
+    import msgpack
+    from events.codec import RecordDecodeError, decode_batch, encode_batch
+    from events.records import ReplicaTransition
+    recs = [ReplicaTransition.make(offset=i, topic="t", partition=i, replica=1, from_state=1, to_state=2)
+            for i in range(10)]
+    assert decode_batch(encode_batch(recs)) == recs
+    for bad, what in (((*recs[5][:7], 9, *recs[5][8:]), "field topic is int"), (recs[5][:-1], "record #5")):
+        payload = msgpack.packb([*recs[:5], bad, *recs[6:]], use_bin_type=True)
+        with pytest.raises(RecordDecodeError, match=what) as info:
+            decode_batch(payload)
+        assert info.value.index == 5
