@@ -105,7 +105,8 @@ class KafkaLogReader:
         self._state_change_lines = 0
         self._dialect_080 = False              # Kafka 0.8.0 quirks seen (see _on_partition_leader)
         self._epochs: dict[int, int] = {}      # controller id -> last epoch seen in the file
-        self._isr: dict[tuple[str, int], list[int]] = {}   # partition -> last known ISR
+        self._isr: dict[tuple[str, int], list[int] | str] = {}   # partition -> last known ISR (or state text)
+        self._tps: dict[str, tuple[str, int]] = {}   # partition as printed -> (topic, partition)
         self._existing: dict[str, set[int]] = {}   # topic -> partitions whose last state is not NonExistent
         self._active: int | None = None        # the controller that last took over, for ident-less lines
         self._pending: AuditRow | None = None  # a row waiting for its next line (exception, selector)
@@ -417,7 +418,7 @@ class KafkaLogReader:
         if self._pending_kind != "unclean":
             return False
         m = pat.SELECTED_OFFLINE_LEADER.match(body)
-        if m is None or pat.parse_tp(m.group("tp")) != (self._pending.topic, self._pending.partition):
+        if m is None or self._tp(m.group("tp")) != (self._pending.topic, self._pending.partition):
             return False
         lead = pat.parse_leadership(m.group("state"))
         if lead is not None:
@@ -439,14 +440,21 @@ class KafkaLogReader:
             return None
         if frm == _NEW:
             return False                        # a new partition's leader comes from its live replicas
-        if leader is None or leader < 0 or tp not in self._isr:
+        if leader is None or leader < 0:
             return None
-        return leader not in self._isr[tp]
+        isr = self._isr.get(tp)
+        if isr.__class__ is str:                # a request line's state, read now that it is needed
+            lead = pat.parse_leadership(isr)
+            isr = lead.isr if lead is not None else None
+            self._remember_isr(tp, isr)
+        if isr is None:
+            return None
+        return leader not in isr
 
     # --- templates -------------------------------------------------------------------------------
     def _replica_states(self, m) -> tuple | None:
         """(partition, from, to) of a replica line; Kafka 0.8.0 printed no from-state (None)."""
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         to = pat.REPLICA_STATE_BYTES.get(m.group("to"))
         frm_name = m.group("frm")
         frm = pat.REPLICA_STATE_BYTES.get(frm_name) if frm_name is not None else None
@@ -465,7 +473,7 @@ class KafkaLogReader:
                                     replica=int(m.group("replica")), frm=frm, to=to))
 
     def _partition_states(self, m) -> tuple | None:
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         frm_name, to_name = m.group("frm"), m.group("to")
         frm = pat.ALL_PARTITION_STATE_BYTES.get(frm_name)
         to = pat.ALL_PARTITION_STATE_BYTES.get(to_name)
@@ -535,7 +543,7 @@ class KafkaLogReader:
                                     frm=frm, to=to), "failure")
 
     def _on_isr_removed(self, m):
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         lead = pat.parse_leadership(m.group("state"))
         if tp is None or lead is None:
             return None
@@ -546,7 +554,7 @@ class KafkaLogReader:
 
     def _on_isr_updated(self, m):
         """2.7+: the controller accepted an AlterIsr; only the new ISR is printed."""
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         if tp is None:
             return None
         isr = pat.parse_ints(m.group("isr"))
@@ -559,7 +567,7 @@ class KafkaLogReader:
     def _on_selected_leader(self, m):
         """0.8–1.0 controller.log: the OfflinePartitionLeaderSelector's result. Without a data-loss
         WARN just before it (see _attach_to_pending), the leader came from the live ISR."""
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         lead = pat.parse_leadership(m.group("state"))
         if tp is None or lead is None:
             return None
@@ -569,7 +577,7 @@ class KafkaLogReader:
                                     isr=lead.isr, unclean=False))
 
     def _on_unclean_warning(self, m):
-        tp = pat.parse_tp(m.group("tp"))
+        tp = self._tp(m.group("tp"))
         if tp is None:
             return None
         return self._hold(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
@@ -624,10 +632,22 @@ class KafkaLogReader:
         return True
 
     def _learn_isr(self, tp_token: str, state: str) -> None:
-        tp = pat.parse_tp(tp_token)
-        lead = pat.parse_leadership(state)
-        if tp is not None and lead is not None and lead.isr is not None:
-            self._isr[tp] = lead.isr
+        """Keep the state text a request line printed for the partition; its ISR is read only if an
+        election needs it (_unclean): most of these lines (one per partition and broker at TRACE) never are."""
+        tp = self._tp(tp_token)
+        if tp is not None:
+            self._isr[tp] = state
+
+    def _tp(self, token: str) -> tuple[str, int] | None:
+        """pat.parse_tp, remembered: a file names the same partitions over and over."""
+        tp = self._tps.get(token)
+        if tp is None:
+            tp = pat.parse_tp(token)
+            if tp is not None:
+                if len(self._tps) > 65536:
+                    self._tps.clear()
+                self._tps[token] = tp
+        return tp
 
     # --- evidence ----------------------------------------------------------------------------------
     def _hint(self, hint: str | None) -> None:
