@@ -78,7 +78,22 @@ def _replica_matrix(assignment) -> np.ndarray | None:
         return None
     if m.ndim != 2 or m.dtype.kind not in "iu" or m.dtype == np.bool_:
         return None
+    m.setflags(write=False)
     return m
+
+
+class _LastMatrix:
+    """``_replica_matrix`` of the last assignment asked for, kept while it is the same tuple object (a topic
+    creation reads its input's assignment three times: two checks and the write)."""
+    __slots__ = ("assignment", "matrix")
+
+    def __init__(self) -> None:
+        self.assignment, self.matrix = None, None
+
+    def __call__(self, assignment) -> np.ndarray | None:
+        if assignment is not self.assignment:
+            self.assignment, self.matrix = assignment, _replica_matrix(assignment)
+        return self.matrix
 
 
 def _could_be_topic(name) -> bool:
@@ -362,6 +377,7 @@ class Cluster:
             self.journal.records = self.records  # as a Journal without a sink keeps them
         self.brokers: dict[int, BrokerServer] = {}
         self._keys_cache: dict[int, tuple] = {}
+        self._replica_matrix = _LastMatrix()
         self.admin = KafkaZkClient(self.zk, session_timeout_ms=self.config.get_int("zookeeper.session.timeout.ms"),
                                    clock=self.clock, rng=self.store_rng)
         self.admin.create_top_level_paths()
@@ -816,7 +832,7 @@ class Cluster:
         elif t is ClockAdvanced:
             pass
         elif t is TopicCreated:
-            matrix = _replica_matrix(rec.assignment)
+            matrix = self._replica_matrix(rec.assignment)
             if matrix is not None:
                 self.admin.create_topic_with_replica_matrix(rec.topic, dict(rec.configs), matrix)
             else:
@@ -859,7 +875,7 @@ class Cluster:
             if body[1] in server.offline_dirs:
                 raise ClusterError(f"log directory {body[1]} of broker {body[0]} is already offline")
         elif cls is TopicCreated:
-            matrix = _replica_matrix(body[1])
+            matrix = self._replica_matrix(body[1])
             self.admin.validate_topic_create(body[0], matrix if matrix is not None else
                                              {p: tuple(r) for p, r in enumerate(body[1])})
         elif cls is PartitionsAdded:
