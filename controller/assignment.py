@@ -20,6 +20,15 @@ def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replicat
                                rng: random.Random | None = None, fixed_start_index: int = -1,
                                start_partition_id: int = 0) -> list[tuple[int, ...]]:
     """Replicas per partition (index = partition id - start_partition_id)."""
+    return list(map(tuple, assign_replica_matrix(brokers, partitions, replication_factor, rng=rng,
+                                                 fixed_start_index=fixed_start_index,
+                                                 start_partition_id=start_partition_id).tolist()))
+
+
+def assign_replica_matrix(brokers: Sequence[int], partitions: int, replication_factor: int, *,
+                          rng: random.Random | None = None, fixed_start_index: int = -1,
+                          start_partition_id: int = 0) -> np.ndarray:
+    """``assign_replicas_to_brokers`` as a (partitions, replication_factor) int64 matrix."""
     if partitions <= 0:
         raise ValueError(f"Number of partitions must be larger than 0, got {partitions}.")
     if replication_factor <= 0:
@@ -36,8 +45,7 @@ def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replicat
             raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
         start = rng.randrange(n)
         shift = rng.randrange(n)
-    return list(map(tuple, _placement(ordered, partitions, replication_factor, start, shift,
-                                      max(0, start_partition_id)).tolist()))
+    return _placement(ordered, partitions, replication_factor, start, shift, max(0, start_partition_id))
 
 
 def _placement(ordered: list[int], partitions: int, rf: int, start: int, shift: int, first_pid: int) -> np.ndarray:

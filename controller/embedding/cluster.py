@@ -21,7 +21,7 @@ import msgpack
 import numpy as np
 import structlog
 
-from controller.assignment import InvalidReplicationFactorError, assign_replicas_to_brokers
+from controller.assignment import InvalidReplicationFactorError, assign_replica_matrix, assign_replicas_to_brokers
 from controller.config import KafkaConfig, check_config_name, check_config_value
 from controller.embedding.broker_columns import (
     BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s, isr_block,
@@ -89,6 +89,11 @@ class _LastMatrix:
 
     def __init__(self) -> None:
         self.assignment, self.matrix = None, None
+
+    def prime(self, assignment: tuple, matrix: np.ndarray) -> None:
+        """``matrix`` is the assignment ``assignment`` (made from it or it from the matrix)."""
+        matrix.setflags(write=False)
+        self.assignment, self.matrix = assignment, matrix
 
     def __call__(self, assignment) -> np.ndarray | None:
         if assignment is not self.assignment:
@@ -509,8 +514,11 @@ class Cluster:
             if rf <= 0:
                 raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
             live = sorted(b for b, s in self.brokers.items() if s.alive)
-            assignment = assign_replicas_to_brokers(live, partitions, rf, rng=self._placement_rng(name, 0))
-        assignment = tuple(tuple(r) for r in assignment)
+            matrix = assign_replica_matrix(live, partitions, rf, rng=self._placement_rng(name, 0))
+            assignment = tuple(map(tuple, matrix.tolist()))
+            self._replica_matrix.prime(assignment, matrix)
+        else:
+            assignment = tuple(map(tuple, assignment))
         topic_configs = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
                                      for k, v in (configs or {}).items()))
         for k, v in topic_configs:
