@@ -166,7 +166,11 @@ class KafkaLogReader:
             path=self.path, run_id=self.run_id, rows=rows, counts=self.counts,
             not_understood_sample=list(self.sample), era=self.era, kraft=self._kraft_lines > 0,
             is_log4j=bool(self._splitter.layouts), version_hints=tuple(sorted(self._hints)), notes=self._notes(rows),
-            layouts=dict(self._splitter.layouts.most_common()), sources=tuple(self.sources))
+            layouts=self._layouts(), sources=tuple(self.sources))
+
+    def _layouts(self) -> dict[str, int]:
+        """Log lines per layout, the most used first."""
+        return dict(sorted(self._splitter.layouts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def era(self) -> str | None:
@@ -182,9 +186,9 @@ class KafkaLogReader:
                          f"none made a row)")
         if not self._splitter.layouts and self.counts.total > self.counts.header:
             notes.append("no line in any known log layout: not a Kafka log file")
-        layouts = self._splitter.layouts
+        layouts = self._layouts()
         if layouts and set(layouts) != {"kafka"}:
-            notes.append("log layouts read: " + ", ".join(f"{k} ({n} lines)" for k, n in layouts.most_common()))
+            notes.append("log layouts read: " + ", ".join(f"{k} ({n} lines)" for k, n in layouts.items()))
         if (self.era == ERA_2_6 and self._state_change_lines
                 and not any(r.kind == REPLICA_TRANSITION for r in rows)):
             notes.append("INFO-level state-change logging (Kafka 2.6+ default): per-replica transitions "

@@ -40,7 +40,6 @@ import json
 import os
 import re
 import time
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
@@ -49,7 +48,6 @@ LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL
 _LEVEL = r"(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)"
 # A log4j timestamp: "2024-01-02 03:04:05,678", ISO 8601 with 'T', '.', 0-9 fraction digits, a zone.
 _TS = r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})?)(?:Z|[+-]\d\d:?\d\d)?"
-_KAFKA_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}")
 # Kafka's layout with its usual timestamp, in one match: what split_logger does, as a regex.
 _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
                          r"(?:(.*) \(([^\s()=]+)\)\s*|(.*))$")
@@ -117,13 +115,10 @@ def split_logger(msg: str) -> tuple[str | None, str]:
 def _kafka(text: str):
     if text[:1] != "[":
         return None
-    # Fast path for "[yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger)".
-    if len(text) > 27 and text[24] == "]" and text[25] == " " and text[11] == " ":
-        space = text.find(" ", 26)
-        level = text[26:space]
-        if space > 0 and level in LEVELS and _KAFKA_TIMESTAMP.fullmatch(text, 1, 24):
-            logger, msg = split_logger(text[space + 1:])
-            return "kafka", text[1:24], level, logger, None, msg
+    m = _KAFKA_FAST.match(text)
+    if m is not None:
+        ts, level, msg, logger, bare = m.groups()
+        return "kafka", ts, level, logger, None, bare if msg is None else msg
     m = KAFKA.match(text)
     if m is None:
         return None
@@ -271,7 +266,7 @@ class LineSplitter:
     the log lines read in each layout (``compose+kafka``: Kafka's layout behind a docker-compose prefix)."""
 
     def __init__(self):
-        self.layouts: Counter = Counter()
+        self.layouts: dict[str, int] = {}
         self._first = _kafka
         self._streams: set = set()           # streams that have had a log line (continuations follow it)
         self._partial: dict = {}             # stream -> the text of its CRI partial lines so far
@@ -307,10 +302,23 @@ class LineSplitter:
                     else:
                         yield (UNKNOWN, no, source, no, text, None, None, None, None, None)
                     continue
+                elif self._prefix_first:              # as the line before: behind a prefix, or JSON
+                    items = self._prefixed(no, text, source, 0, None, "") if text else None
+                    if items is not None:
+                        yield from items
+                        continue
+                elif self._first is not kafka and text:   # as the line before: another layout
+                    parts = self._first(text)
+                    if parts is not None:
+                        streams.add(None)
+                        name = parts[0]
+                        layouts[name] = layouts.get(name, 0) + 1
+                        yield (LOG, no, source, no, parts[5], parts[1], parts[2], parts[3], parts[4], None)
+                        continue
                 yield from parse(no, text, source)
         finally:
             if fast:
-                layouts["kafka"] += fast
+                layouts["kafka"] = layouts.get("kafka", 0) + fast
 
     def _parse(self, no: int, text: str, source: str, depth: int = 0, stream=None, prefix: str = "",
                outer_ts: str | None = None) -> list[tuple]:
@@ -324,7 +332,8 @@ class LineSplitter:
         parts, self._first = _message_layout(text, self._first)
         if parts is not None:
             self._streams.add(stream)
-            self.layouts[prefix + parts[0]] += 1
+            name = prefix + parts[0]
+            self.layouts[name] = self.layouts.get(name, 0) + 1
             ts = parts[1] if parts[1] is not None else outer_ts
             return [(LOG, no, source, no, parts[5], ts, parts[2], parts[3], parts[4], stream)]
         if depth < 3:
@@ -387,7 +396,8 @@ class LineSplitter:
         else:
             ts, level, logger, thread, message = parsed.parts
             self._streams.add(stream)
-            self.layouts[prefix + "json"] += 1
+            name = prefix + "json"
+            self.layouts[name] = self.layouts.get(name, 0) + 1
             items = [(LOG, no, source, no, message, ts, level, logger, thread, stream)]
         for line in parsed.more:
             if line and not line.isspace():
