@@ -52,6 +52,7 @@ _TS = r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})?)(?:Z|[+-]\d\d:?
 _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
                          r"(?:(.*) \(([^\s()=]+)\)\s*|(.*))$")
 
+_TS_MATCH = re.compile(_TS).match
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
 # "%d %p %c:%L - %m" and kin (dash: "dmsg"), else "%d %p %m ..." (Strimzi's and kin: "msg"), in one match.
 DATED = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]\d][^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:(?:\[(?P<t2>[^\]]*)\]\s+)?"
@@ -202,7 +203,7 @@ def _json_ts(obj: dict) -> str | None:
 def _json_ts_of(obj: dict) -> str | None:
     value = _field(obj, "@timestamp", "timestamp", "time", "ts", "date")
     if isinstance(value, str):
-        m = re.match(_TS, value.strip())
+        m = _TS_MATCH(value.strip())
         return normalize_ts(m["ts"]) if m else None
     millis = None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -236,28 +237,41 @@ class _Json(NamedTuple):
     more: list                           # further lines: the message's, then the stack trace's
 
 
+_STACK_KEYS = ("error.stack_trace", "error", "stack_trace", "stacktrace", "exception", "thrown")
+_json_decode = json.JSONDecoder().decode
+
+
 def _json_line(text: str) -> _Json | None:
     try:
-        obj = json.loads(text)
-    except ValueError:
+        obj = _json_decode(text)
+    except (ValueError, RecursionError):           # not JSON, or nested beyond reason
         return None
-    if not isinstance(obj, dict):
+    if obj.__class__ is not dict:
         return None
-    message = _field(obj, "message", "msg", "log")
-    if isinstance(message, dict):           # ECS nested "log": {...} without a message: not a line
-        message = None
-    if not isinstance(message, str):
+    message = obj.get("message")
+    if message is None or message == "":
+        message = _field(obj, "msg", "log")
+    if not isinstance(message, str):               # none, or ECS's nested "log": {...} and no message
         return None
-    lines = message.rstrip("\r\n").split("\n") if message else [""]
-    level = _field(obj, "log.level", "level", "severity", "loglevel")
-    stack = _json_stack(obj)
+    message = message.rstrip("\r\n")
+    if "\n" in message:
+        lines = message.split("\n")
+        first, more = lines[0].rstrip("\r"), [x.rstrip("\r") for x in lines[1:]]
+    else:
+        first, more = message.rstrip("\r"), []
+    for key in _STACK_KEYS:
+        if key in obj:
+            more += _json_stack(obj)
+            break
+    level = obj.get("log.level") or obj.get("level")
+    if level is None:
+        level = _field(obj, "log.level", "severity", "loglevel")
     if not isinstance(level, str) or level.upper() not in LEVELS:
-        return _Json(lines[0].rstrip("\r"), None, [x.rstrip("\r") for x in lines[1:]] + stack)
+        return _Json(first, None, more)
     logger = _field(obj, "log.logger", "logger_name", "loggerName", "logger")
     thread = _field(obj, "process.thread.name", "thread_name", "thread")
     return _Json(None, (_json_ts(obj), level.upper(), logger if isinstance(logger, str) else None,
-                        thread if isinstance(thread, str) else None, lines[0].rstrip("\r")),
-                 [x.rstrip("\r") for x in lines[1:]] + stack)
+                        thread if isinstance(thread, str) else None, first), more)
 
 
 # --- one file's lines -> items ----------------------------------------------------------------------
@@ -406,7 +420,7 @@ class LineSplitter:
 
 
 def _cri_ts(ts: str) -> str | None:
-    m = re.match(_TS, ts)
+    m = _TS_MATCH(ts)
     return normalize_ts(m["ts"]) if m else None
 
 

@@ -341,7 +341,9 @@ def test_the_layout_of_single_lines():
     }
     for text, expected in cases.items():
         assert tuple(parse_line(text)) == expected, text
-    for text in ("hello world", "| a | b |", "{not json", '{"a": 1}', "\tat x.y(Z.java:1)", "2024-01-01 nothing"):
+    deep = '{"message":' * 100_000 + '"x"' + "}" * 100_000        # JSON nested beyond the decoder's recursion
+    for text in ("hello world", "| a | b |", "{not json", '{"a": 1}', "\tat x.y(Z.java:1)", "2024-01-01 nothing",
+                 deep):
         assert parse_line(text) is None, text
 
 
