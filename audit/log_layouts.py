@@ -330,6 +330,11 @@ class LineSplitter:
                         yield (LOG, no, source, no, parts[5], parts[1], parts[2], parts[3], parts[4], None)
                         continue
                 yield from parse(no, text, source)
+            if self._partial:                         # a partial line never ended (a file cut mid-line)
+                partial, self._partial = self._partial, {}
+                for (stream, _), rest in partial.items():
+                    items = self._inner(no, rest, source, 0, stream, "cri+") if rest else None
+                    yield from items or [(UNKNOWN, no, source, no, rest, None, None, None, None, stream)]
         finally:
             if fast:
                 layouts["kafka"] = layouts.get("kafka", 0) + fast

@@ -379,6 +379,9 @@ def test_cri_partial_lines_are_joined():
     row, = reading.rows
     assert (row.topic, row.partition, row.leader, row.leader_epoch, row.isr, row.position) == ("t", 2, 0, 3, [0], 4)
     assert reading.counts.continuation == 2 and reading.counts.not_understood == 1
+    # A file cut in the middle of a line: what there is of it is read, at the last line.
+    row, = read_kafka_lines(lines[:1] + lines[2:3] + [f"2024-01-01T10:00:08.000000000Z stdout P {parts[2]}"]).rows
+    assert (row.topic, row.partition, row.leader_epoch, row.position) == ("t", 2, 3, 3)
 
 
 def test_a_file_none_of_whose_lines_is_understood_is_an_input_error(tmp_path):
