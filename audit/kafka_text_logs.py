@@ -69,15 +69,22 @@ def open_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReader:
 
 def open_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None = None) -> KafkaLogReader:
     """A reader over several files as one run: in the order given (a rotated set: see
-    :func:`rotation_order`), or with ``merge`` interleaved by timestamp (several brokers' files)."""
-    paths = [os.fspath(p) for p in paths]
-    if not paths:
+    :func:`rotation_order`), or with ``merge`` interleaved by timestamp (several brokers' files). With
+    ``merge``, an element of ``paths`` may itself be a list of files: a broker's rotated set, read in
+    its order as one of the histories merged."""
+    groups = [[os.fspath(p) for p in g] if isinstance(g, (list, tuple)) else [os.fspath(g)] for g in paths]
+    flat = [p for g in groups for p in g]
+    if not flat:
         raise ValueError("no file to read")
     splitter = LineSplitter()
-    streams = [splitter.split(iter_text_lines(p), p) for p in paths]   # every file is checked here
+    files = [splitter.split(iter_text_lines(p), p) for p in flat]       # every file is checked here
+    streams, at = [], 0
+    for g in groups:
+        streams.append(itertools.chain.from_iterable(files[at:at + len(g)]))
+        at += len(g)
     items = merge_by_time(streams) if merge else chain(streams)
-    return KafkaLogReader(paths[-1], None, run_id=run_id or run_id_for(paths[-1]), items=items, splitter=splitter,
-                          sources=tuple(paths))
+    return KafkaLogReader(flat[-1], None, run_id=run_id or run_id_for(flat[-1]), items=items, splitter=splitter,
+                          sources=tuple(flat))
 
 
 def read_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReading:

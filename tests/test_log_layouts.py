@@ -491,6 +491,8 @@ def _check_sets(lines: list[str], tmp_path: Path) -> None:
     merged = read_kafka_logs(brokers[::-1], merge=True)
     assert meaning(merged) == expected
     assert merged.sources == tuple(str(p) for p in brokers[::-1])
+    # A broker's rotated set among the histories merged: its files in order, as one history.
+    assert meaning(read_kafka_logs([brokers[2], [brokers[0], brokers[1]]], merge=True)) == expected
 
 
 def test_a_rotated_set_and_brokers_files_merged_by_time_read_as_the_whole(tmp_path):
