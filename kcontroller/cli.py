@@ -14,7 +14,7 @@ from events.log import LogError, LogReader
 from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sweep, cli_whatif
 from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, configure_logging
-from statemachines.cluster_view import ClusterView, fold_log
+from statemachines.cluster_view import ClusterView, DescribeOptions, fold_log
 from statemachines.errors import RecordValueError
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
 from statemachines.kafka_log_format import KafkaLogFormatter, format_records
@@ -71,9 +71,27 @@ def build_parser() -> argparse.ArgumentParser:
     describe.add_argument("log_dir", metavar="LOG_DIR", help="an event log directory (with --quorum: also a "
                                                              "scenario file)")
     at = describe.add_mutually_exclusive_group()
-    at.add_argument("--at", type=int, metavar="OFFSET", help="state after the record at this offset")
-    at.add_argument("--time", type=int, metavar="T", help="state at simulated time T (ms)")
-    describe.add_argument("--json", action="store_true", help="print JSON instead of text")
+    at.add_argument("--time", type=int, metavar="MS",
+                    help="the cluster at simulated time MS (ms since the log's start), as --at means in the "
+                         "operations commands")
+    at.add_argument("--offset", type=int, metavar="OFFSET", help="the cluster after the record at this offset")
+    at.add_argument("--at", type=int, metavar="OFFSET", dest="at_offset_deprecated",
+                    help="deprecated name of --offset (in every other command --at is a time in ms)")
+    describe.add_argument("--json", action="store_true", help="print JSON instead of text (no filters)")
+    describe.add_argument("--topic", metavar="TOPIC",
+                          help="only the topics this regular expression matches, whole name (commas separate "
+                               "alternatives), as kafka-topics.sh --topic")
+    describe.add_argument("--under-replicated-partitions", action="store_true",
+                          help="only partitions whose ISR is smaller than the replication factor (during a "
+                               "reassignment: the replicas minus the adding ones)")
+    describe.add_argument("--unavailable-partitions", action="store_true",
+                          help="only partitions without a leader, or whose leader's broker is not registered")
+    describe.add_argument("--under-min-isr-partitions", action="store_true",
+                          help="only partitions without a leader or whose ISR is smaller than min.insync.replicas")
+    describe.add_argument("--at-min-isr-partitions", action="store_true",
+                          help="only partitions whose ISR size equals min.insync.replicas")
+    describe.add_argument("--topics-with-overrides", action="store_true",
+                          help="only the topic lines of topics with config overrides")
     cli_quorum.add_options(describe)
     cli_cluster.add_parsers(sub)
     cli_whatif.add_parser(sub)
@@ -163,13 +181,30 @@ def cmd_describe(args: argparse.Namespace) -> int:
         print(f"kcontroller: error: {'--replication' if args.replication else '--seed'} goes with --quorum",
               file=sys.stderr)
         return EXIT_ERROR
-    view = fold_log(args.log_dir, at_offset=args.at, at_time=args.time)
+    offset = args.offset
+    if args.at_offset_deprecated is not None:
+        print("kcontroller: warning: describe --at OFFSET is deprecated, use --offset OFFSET "
+              "(--at is a time in ms in the operations commands; describe's time is --time MS)", file=sys.stderr)
+        offset = args.at_offset_deprecated
+    options = DescribeOptions(topic=args.topic, under_replicated=args.under_replicated_partitions,
+                              unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
+                              at_min_isr=args.at_min_isr_partitions, topics_with_overrides=args.topics_with_overrides)
+    if args.json and options != DescribeOptions():
+        print("kcontroller: error: --json prints the whole cluster: leave out --topic and the partition filters",
+              file=sys.stderr)
+        return EXIT_ERROR
+    view = fold_log(args.log_dir, at_offset=offset, at_time=args.time,
+                    broker_configs=options.under_min_isr or options.at_min_isr)
     if args.json:
         json.dump(view.to_json_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
-    else:
-        for line in view.describe_lines():
-            print(line)
+        return EXIT_OK
+    try:
+        lines = list(view.describe_lines(options))
+    except ValueError as exc:   # --topic matched nothing, or is not a regular expression
+        print(f"kcontroller: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    sys.stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK
 
 

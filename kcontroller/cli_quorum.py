@@ -41,8 +41,12 @@ def _fail(message: str) -> int:
 
 
 def cmd_describe_quorum(args: argparse.Namespace) -> int:
-    if args.at is not None:
-        return _fail("--quorum describes a time (--time MS), not a record offset (--at)")
+    for flag, value in (("--at", args.at_offset_deprecated), ("--offset", args.offset)):
+        if value is not None:
+            return _fail(f"--quorum describes a time (--time MS), not a record offset ({flag})")
+    if args.topic is not None or args.under_replicated_partitions or args.unavailable_partitions \
+            or args.under_min_isr_partitions or args.at_min_isr_partitions or args.topics_with_overrides:
+        return _fail("--quorum describes the metadata quorum: --topic and the partition filters are for the cluster")
     if args.json:
         return _fail("--quorum prints kafka-metadata-quorum.sh's text; --json is for the cluster")
     if args.time is not None and args.time < 0:

@@ -52,6 +52,7 @@ from sim.producer import Producer
 from sim.replication import Replication
 from sim.scenario import Scenario, cut_links, dump_scenario
 from sim.sim_broker import SimBroker
+from statemachines.cluster_view import PartitionDescription, describe_topic_lines
 from statemachines.leader_and_isr import LeaderAndIsr
 
 _log = structlog.get_logger("kcontroller.sim")
@@ -615,10 +616,48 @@ class Simulation:
         return rows
 
     def describe_lines(self, topics=None) -> list[str]:
-        """The partitions as ``kafka-topics.sh --describe`` prints them (read from the store, as the tool does)."""
-        return [f"Topic: {t}\tPartition: {p}\tLeader: {leader if leader >= 0 else 'none'}\t"
-                f"Replicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
-                for (t, p), leader, isr, replicas in self._partition_states(topics)]
+        """The topics as ``kafka-topics.sh --describe`` prints them, in the layout of ``kcontroller describe``
+        (``statemachines.cluster_view.describe_topic_lines``: the same lines for the same cluster). Read from
+        the store as the ZooKeeper-based tool read it — assignments with their adding and removing replicas,
+        ``/state`` leaders and ISRs, ``/admin/delete_topics``, topic configs — and the brokers from the
+        active controller's context, as the brokers' metadata has them."""
+        admin = self.admin
+        existing = admin.get_all_topics_in_cluster()
+        names = sorted(existing) if topics is None else sorted(t for t in set(topics) if t in existing)
+        assignment = admin.get_full_replica_assignment_for_topics(names)
+        states = admin.get_topic_partition_states(list(assignment))
+        cid = self.controller_id
+        broker = self.brokers.get(cid)
+        controller = broker.controller if broker is not None and broker.alive else None
+        if controller is not None and controller.is_active:
+            ctx = controller.context
+            registered, shutting_down, epoch = set(ctx.live_broker_epochs), set(ctx.shutting_down_broker_ids), \
+                ctx.epoch
+        else:
+            registered = {b.id for b in admin.get_all_brokers_in_cluster()}
+            shutting_down, cid = set(), "none"
+            found = admin.get_controller_epoch()
+            epoch = found[0] if found is not None else 0
+        live = registered - shutting_down
+        header = f"# controller {cid} epoch {epoch}, live brokers {','.join(map(str, sorted(live))) or 'none'}"
+        if shutting_down:
+            header += f", shutting down {','.join(map(str, sorted(shutting_down)))}"
+        by_topic: dict[str, list] = {}
+        for tp in sorted(assignment):
+            st = states.get(tp)
+            lai = st.leader_and_isr if st is not None else None
+            ra = assignment[tp]
+            moving = bool(ra.adding_replicas or ra.removing_replicas)
+            by_topic.setdefault(tp[0], []).append(PartitionDescription(
+                tp[1], lai.leader if lai is not None else -1, tuple(ra.replicas),
+                tuple(lai.isr) if lai is not None else (),
+                tuple(ra.adding_replicas) if moving else None, tuple(ra.removing_replicas) if moving else None))
+        lines = [header]
+        for topic, partitions in by_topic.items():
+            lines.extend(describe_topic_lines(
+                topic, partitions, admin.get_entity_configs("topics", topic), self.min_isr(topic),
+                admin.is_topic_marked_for_deletion(topic), registered, live))
+        return lines
 
     def describe_quorum_text(self, replication: bool = False) -> str:
         """``kafka-metadata-quorum.sh describe --status`` (``--replication``) now, then the ``#`` lines

@@ -61,7 +61,24 @@ What each record kind means here:
 
 :meth:`ClusterView.describe_lines` prints the layout of Kafka 3.7's ``kafka-topics.sh
 --describe`` (``TopicDescription``/``PartitionDescription.printDescription`` in
-tools/src/main/java/org/apache/kafka/tools/TopicCommand.java), with these differences:
+tools/src/main/java/org/apache/kafka/tools/TopicCommand.java), through :func:`describe_topic_lines`,
+which the simulator's ``describe`` step uses too, with TopicCommand's filters (:class:`DescribeOptions`:
+``--topic``, ``--under-replicated-partitions``, ``--unavailable-partitions``,
+``--under-min-isr-partitions``, ``--at-min-isr-partitions``, ``--topics-with-overrides``):
+
+- During a reassignment (a ``ReplicaAssignmentChanged`` with adding or removing replicas, until the
+  one that clears them) ``Replicas:`` is the full replica set, followed by ``Adding Replicas:`` and
+  ``Removing Replicas:``, and ``ReplicationFactor:`` is TopicCommand's ``getReplicationFactor``:
+  replicas minus adding replicas, the size of the assignment being left, taken from the topic's first
+  partition. The under-replicated filter uses the same replication factor.
+- A topic queued for deletion keeps its partitions (those that went NonExistentPartition too: their
+  znodes stay until the deletion completes) and is printed with ``MarkedForDeletion: true`` on its
+  topic line and each partition line, as the ZooKeeper-based tool (Kafka 1.0 to 2.8) printed it from
+  ``/admin/delete_topics``; 3.7's code still prints the flag but its admin-client path never sets it.
+- The minimum ISR of the min-ISR filters is the topic's ``min.insync.replicas`` override, else the
+  cluster's (``ClusterCreated``, broker ``ConfigChanged``), else Kafka's default 1.
+
+And these differences from Kafka 3.7:
 
 - ``TopicId`` is left out: the records carry no topic id, and TopicCommand leaves the field
   out for the unknown id ``Uuid.ZERO_UUID``. (Kafka 3.7.x compares that id by reference and so
@@ -71,13 +88,15 @@ tools/src/main/java/org/apache/kafka/tools/TopicCommand.java), with these differ
   give per topic.
 - ``Leader: none`` when the stored leader is -1 (NoLeader). Kafka's brokers also answer
   "none" for a stored leader whose broker they do not see alive; here such a leader is printed
-  and shows in ``Offline:``.
-- ``Offline:`` is not a TopicCommand column (no Kafka version prints one): it is kcontroller's
-  addition, printed after ``Isr:`` when some replicas' brokers
-  are not live in the view.
-- ``Adding Replicas``/``Removing Replicas`` (reassignments) and ``MarkedForDeletion`` are never
-  printed: no state record carries a reassignment, and 3.7's describe never sets the flag.
+  and shows in ``Offline:`` (the filters treat it as Kafka does: no leader).
+- ``Offline:`` is not a TopicCommand column (Confluent Server prints one; Apache Kafka does not): it
+  is kcontroller's addition, printed last, after Kafka's columns, when some replicas' brokers are not
+  live in the view; without it a line is Kafka's.
 - A first line ``# controller C epoch E, live brokers ...`` (a comment; kafka-topics has none).
+- A ``ViewSnapshot`` (format 3) has a 16th field, the reassignments in progress, when there are some;
+  snapshots written before that field existed restore views without reassignments. The broker-level
+  configs are not in a snapshot: :func:`fold_log` (``broker_configs=True``) takes them from the log's
+  first record (ClusterCreated; a broker ``ConfigChanged`` before the snapshot is not seen).
 """
 from __future__ import annotations
 
@@ -99,7 +118,7 @@ from events.arrays import distinct, from_narrow_bytes, narrow_bytes
 from events.columns import DictColumn, ListColumn
 from events.log import Batch, LogReader
 from events.records import (
-    NO_LEADER, BrokerStarted, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
+    NO_LEADER, BrokerStarted, ClusterCreated, ConfigChanged, ControllerElected, ControllerResigned, LeaderAndIsrUpdated,
     LiveBrokersChanged, PartitionsAdded, PartitionTransition, ReplicaAssignmentChanged, ReplicaTransition,
     TopicCreated, TopicDeletionCompleted, TopicQueuedForDeletion, ViewSnapshot,
 )
@@ -109,7 +128,8 @@ from statemachines.states import (
     PARTITION_BY_BYTE, REPLICA_BY_BYTE, REPLICA_DELETION_INELIGIBLE,
 )
 
-__all__ = ["ClusterView", "PartitionView", "fold", "fold_log", "snapshot_record_body"]
+__all__ = ["ClusterView", "DescribeOptions", "PartitionDescription", "PartitionView", "describe_topic_lines", "fold",
+           "fold_log", "snapshot_record_body"]
 
 SNAPSHOT_FORMAT = 3  # element 0 of the ViewSnapshot state array to_snapshot writes
 _new = tuple.__new__
@@ -1056,6 +1076,11 @@ class ClusterView:
         self.topic_configs: dict[str, dict[str, str]] = {}
         self._assignments: dict[str, _Assignment] = {}    # see ``assignments``
         self.deleting: set[str] = set()                   # topics queued for deletion
+        # reassignments in progress as the store holds them: topic -> partition -> (adding, removing)
+        self.reassignments: dict[str, dict[int, tuple[tuple, tuple]]] = {}
+        # the cluster's broker-level configs (ClusterCreated, broker ConfigChanged): not in a ViewSnapshot,
+        # fold_log reads them from the log's first record when it starts from one
+        self.broker_configs: dict[str, str] = {}
         # partitions of topics being deleted that went NonExistentPartition, with their last state
         self._deleted_partitions: dict[str, _Partitions] = {}
         self._failover_pending: tuple[int, int] | None = None  # elected controller whose context is not built yet
@@ -1177,6 +1202,9 @@ class ClusterView:
                 rs = self._replica_states[topic] = _ReplicaStates()
             rs.replace(ids, replicas, states, lengths)
 
+    def _cluster_created(self, rec: ClusterCreated) -> None:
+        self.broker_configs = dict(rec.configs)
+
     def _topic_created(self, rec: TopicCreated) -> None:
         self.topic_configs[rec.topic] = dict(rec.configs)
         try:
@@ -1203,6 +1231,15 @@ class ClusterView:
 
     def _replica_assignment_changed(self, rec: ReplicaAssignmentChanged) -> None:
         replicas = tuple(rec.replicas)
+        # Kafka lists a partition as being reassigned while its assignment has adding or removing
+        # replicas (ReplicaAssignment.isBeingReassigned)
+        moving = self.reassignments.setdefault(rec.topic, {})
+        if rec.adding_replicas or rec.removing_replicas:
+            moving[operator.index(rec.partition)] = (tuple(rec.adding_replicas), tuple(rec.removing_replicas))
+        else:
+            moving.pop(rec.partition, None)
+        if not moving:
+            del self.reassignments[rec.topic]
         assignment = self._assignments.get(rec.topic)
         if assignment is not None:
             try:
@@ -1223,10 +1260,16 @@ class ClusterView:
         topic = rec.topic
         self.deleting.discard(topic)
         for table in (self._partitions, self._deleted_partitions, self._assignments, self.topic_configs,
-                      self._replica_states):
+                      self._replica_states, self.reassignments):
             table.pop(topic, None)
 
     def _config_changed(self, rec: ConfigChanged) -> None:
+        if rec.entity_type == "broker" and not rec.entity_name:
+            if rec.value is None:
+                self.broker_configs.pop(rec.name, None)
+            else:
+                self.broker_configs[rec.name] = rec.value
+            return
         if rec.entity_type != "topic":
             return
         configs = self.topic_configs.setdefault(rec.entity_name, {})
@@ -1398,6 +1441,13 @@ class ClusterView:
         Tables are written in the view's own order, so that :meth:`from_snapshot` rebuilds an identical
         view, iteration order included; equal views write equal bytes.
         """
+        if format == 3 and self.reassignments:
+            # A 16th field: the reassignments in progress (written only when there are some, so a log without
+            # a reassignment in progress at a snapshot keeps the bytes of earlier versions)
+            extra = [[[t, [[p, list(a), list(r)] for p, (a, r) in moving.items()]]
+                      for t, moving in self.reassignments.items()]]
+        else:
+            extra = []
         if format == 3:
             topics = [[t, *_partition_columns(table)] for t, table in self._partitions.items()]
             replica_states = [[t, *_replica_state_columns(table)] for t, table in self._replica_states.items()]
@@ -1427,6 +1477,7 @@ class ClusterView:
             assignments,
             sorted(self.deleting),
             deleted,
+            *extra,
         ]
         return msgpack.packb(state, use_bin_type=True)
 
@@ -1443,11 +1494,18 @@ class ClusterView:
             raise ValueError(f"view snapshot has format {found!r:.100}, this reader knows 1, 2 and 3")
         fmt = state[0]
         expected = 13 if fmt == 1 else 15
-        if len(state) != expected:
+        if len(state) != expected and not (fmt == 3 and len(state) == 16):
             raise ValueError(f"view snapshot has {len(state)} fields, expected {expected}")
         if fmt == 1:
             state = state + ((), ())  # format 1 had no deletions
         view = cls()
+        if len(state) == 16:   # format 3 with the reassignments in progress
+            try:
+                view.reassignments = {t: {operator.index(p): (tuple(a), tuple(r)) for p, a, r in moving}
+                                      for t, moving in state[15]}
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"view snapshot does not have the ViewSnapshot layout: {exc}") from exc
+            state = state[:15]
         try:
             (_, view.offset, view.timestamp_ms, controller, view.latest_epoch, known, registered, shutting_down,
              pending, topics, replica_states, topic_configs, assignments, deleting, deleted) = state
@@ -1528,28 +1586,140 @@ class ClusterView:
         h.update(b"]}")
         return h.hexdigest()
 
-    def describe_lines(self) -> Iterator[str]:
-        """A comment line naming the controller, then ``kafka-topics.sh --describe`` lines (module docstring)."""
+    def describe_lines(self, options: DescribeOptions | None = None) -> Iterator[str]:
+        """A comment line naming the controller, then ``kafka-topics.sh --describe`` lines with ``options``'
+        topic and partition filters (module docstring). ValueError for a ``--topic`` no topic matches."""
+        options = options or DescribeOptions()
         who = "none" if self.controller is None else self.controller[0]
         epoch = self.latest_epoch if self.controller is None else self.controller[1]
         header = f"# controller {who} epoch {epoch}, live brokers {_ints(self.live_broker_ids()) or 'none'}"
         if self.shutting_down:
             header += f", shutting down {_ints(sorted(self.shutting_down))}"
+        names = set(self._partitions) | (self.deleting & set(self._deleted_partitions))
+        topics = options.matching(names)
         yield header
-        for topic in sorted(self._partitions):
-            table = self._partitions[topic]
-            ids = np.flatnonzero(table.present)
-            rows = table.rows(ids)
-            configs = ",".join(f"{k}={v}" for k, v in sorted(self.topic_configs.get(topic, {}).items()))
-            yield (f"Topic: {topic}\tPartitionCount: {len(rows)}\tReplicationFactor: {len(rows[0][_REPLICAS])}"
-                   f"\tConfigs: {configs}")
-            for p, (_, replicas, leader, _, isr, _, _) in zip(ids.tolist(), rows):
-                line = (f"\tTopic: {topic}\tPartition: {p}\tLeader: {leader if leader >= 0 else 'none'}"
-                        f"\tReplicas: {_ints(replicas)}\tIsr: {_ints(isr)}")
-                offline = [r for r in replicas if not self.is_live(r)]
-                if offline:
-                    line += f"\tOffline: {_ints(offline)}"
-                yield line
+        # Kafka's liveBrokers for --unavailable-partitions are the brokers DescribeCluster lists: the
+        # registered ones, shutting down included; Offline: counts a shutting-down broker's replicas too
+        metadata_brokers = set(self.registered_brokers)
+        live = set(self.live_broker_ids())
+        default_min_isr = self.broker_configs.get(MIN_INSYNC_REPLICAS, "1")
+        for topic in topics:
+            configs = self.topic_configs.get(topic, {})
+            moving = self.reassignments.get(topic, {})
+            yield from describe_topic_lines(
+                topic, self._describe_partitions(topic, moving), configs,
+                int(configs.get(MIN_INSYNC_REPLICAS, default_min_isr)), topic in self.deleting, metadata_brokers,
+                live, options)
+
+    def _describe_partitions(self, topic: str, moving: dict) -> list[PartitionDescription]:
+        """The topic's partitions by number; a topic being deleted keeps the ones that went NonExistentPartition
+        (their znodes stay until the deletion completes)."""
+        rows: dict[int, tuple] = {}
+        for tables in (self._deleted_partitions, self._partitions) if topic in self.deleting else (self._partitions,):
+            table = tables.get(topic)
+            if table is not None:
+                ids = np.flatnonzero(table.present)
+                rows.update(zip(ids.tolist(), table.rows(ids)))
+        out = []
+        for p in sorted(rows):
+            _, replicas, leader, _, isr, _, _ = rows[p]
+            adding, removing = moving.get(p, (None, None))
+            out.append(PartitionDescription(p, leader, replicas, isr, adding, removing))
+        return out
+
+
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+
+
+class PartitionDescription(NamedTuple):
+    """One partition as ``kafka-topics.sh --describe`` shows it; ``adding``/``removing`` are None when the
+    partition is not being reassigned (ListPartitionReassignments does not list it)."""
+    partition: int
+    leader: int              # -1: none
+    replicas: tuple          # the full replica set (RS) during a reassignment
+    isr: tuple
+    adding: tuple | None = None
+    removing: tuple | None = None
+
+
+class DescribeOptions(NamedTuple):
+    """The options of ``kafka-topics.sh --describe`` (Kafka 3.7's TopicCommand) that choose what is printed."""
+    topic: str | None = None                 # --topic: a regular expression for the whole name (IncludeList)
+    under_replicated: bool = False           # --under-replicated-partitions
+    unavailable: bool = False                # --unavailable-partitions
+    under_min_isr: bool = False              # --under-min-isr-partitions
+    at_min_isr: bool = False                 # --at-min-isr-partitions
+    topics_with_overrides: bool = False      # --topics-with-overrides
+
+    @property
+    def describe_configs(self) -> bool:
+        """Whether topic lines are printed (and every partition): no partition filter (DescribeOptions)."""
+        return not (self.under_replicated or self.unavailable or self.under_min_isr or self.at_min_isr)
+
+    def matching(self, topics: Iterable[str]) -> list[str]:
+        """The topics ``--topic`` selects, sorted; ValueError with Kafka's message when it names some and none
+        matches (TopicCommand.ensureTopicExists)."""
+        names = sorted(topics)
+        if self.topic is None:
+            return names
+        # TopicFilter: trimmed, commas as alternatives, spaces and surrounding quotes dropped, whole-name match
+        regex = re.sub(r"[\"']+$", "", re.sub(r"^[\"']+", "", self.topic.strip().replace(",", "|").replace(" ", "")))
+        try:
+            pattern = re.compile(regex)
+        except re.error:
+            raise ValueError(f"{regex} is an invalid regex.") from None
+        found = [t for t in names if pattern.fullmatch(t)]
+        if self.topic and not found:
+            raise ValueError(f"Topic '{self.topic}' does not exist as expected")
+        return found
+
+
+def _replication_factor(p: PartitionDescription) -> int:
+    """TopicCommand.getReplicationFactor: while a reassignment is in progress (a replica of the partition is
+    adding or removing), the replicas minus the adding ones, i.e. the size of the assignment being left."""
+    if p.adding is not None and set(p.replicas) & (set(p.adding) | set(p.removing)):
+        return len(p.replicas) - len(p.adding)
+    return len(p.replicas)
+
+
+def describe_topic_lines(topic: str, partitions: list[PartitionDescription], configs: Mapping[str, str],
+                         min_isr: int, marked_for_deletion: bool, brokers: set[int], live: set[int],
+                         options: DescribeOptions = DescribeOptions()) -> Iterator[str]:
+    """A topic as ``kafka-topics.sh --describe`` prints it: Kafka 3.7's TopicDescription and
+    PartitionDescription lines, with ``MarkedForDeletion: true`` as the ZooKeeper-based tool (1.0 to 2.8) set
+    it, and kcontroller's ``Offline:`` (replicas on brokers not in ``live``) after Kafka's columns.
+
+    ``partitions`` are sorted by number; ``configs`` are the topic's overrides (Kafka lists the values that
+    are not defaults); ``brokers`` are those DescribeCluster lists (``--unavailable-partitions``); the
+    filters are TopicCommand's: a partition is printed if no filter is given or any given one holds."""
+    if not partitions:
+        return
+    deleting = "\tMarkedForDeletion: true" if marked_for_deletion else ""
+    if options.describe_configs and (not options.topics_with_overrides or configs):
+        listed = ",".join(f"{k}={v}" for k, v in sorted(configs.items()))
+        yield (f"Topic: {topic}\tPartitionCount: {len(partitions)}\tReplicationFactor: "
+               f"{_replication_factor(partitions[0])}\tConfigs: {listed}{deleting}")
+    if options.topics_with_overrides:
+        return
+    for p in partitions:
+        has_leader = p.leader >= 0
+        # the admin client's TopicPartitionInfo has no leader when the leader's broker is not listed
+        known_leader = has_leader and p.leader in brokers
+        if not (options.describe_configs
+                or (options.under_replicated and _replication_factor(p) - len(p.isr) > 0)
+                or (options.unavailable and not known_leader)
+                or (options.under_min_isr and (not known_leader or len(p.isr) < min_isr))
+                or (options.at_min_isr and len(p.isr) == min_isr)):
+            continue
+        line = (f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {p.leader if has_leader else 'none'}"
+                f"\tReplicas: {_ints(p.replicas)}\tIsr: {_ints(p.isr)}")
+        if p.adding is not None:
+            line += f"\tAdding Replicas: {_ints(p.adding)}\tRemoving Replicas: {_ints(p.removing)}"
+        line += deleting
+        offline = [r for r in p.replicas if r not in live]
+        if offline:
+            line += f"\tOffline: {_ints(offline)}"
+        yield line
 
 
 _REPLICAS = 1   # position of the replicas in a PartitionView field tuple
@@ -1587,6 +1757,7 @@ def _unfit(rec: tuple, exc: Exception) -> RecordValueError:
 
 
 _HANDLERS = {
+    ClusterCreated.KIND: ClusterView._cluster_created,
     ControllerElected.KIND: ClusterView._controller_elected,
     ControllerResigned.KIND: ClusterView._controller_resigned,
     BrokerStarted.KIND: ClusterView._broker_started,
@@ -1716,7 +1887,8 @@ def _snapshot_in(records: list, at_offset: int | None, at_time: int | None) -> t
     return None
 
 
-def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: int | None = None) -> ClusterView:
+def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: int | None = None, *,
+             broker_configs: bool = False) -> ClusterView:
     """:func:`fold` over a log directory, one batch (two while starting) in memory at a time.
 
     The fold starts from the latest ViewSnapshot record at or before the bounds (found without
@@ -1725,7 +1897,8 @@ def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: 
     along the log (the journal's clock never goes back).
 
     A batch whose header puts its first record past a bound (base offset, first timestamp)
-    ends the fold without being decoded; nothing after it is read.
+    ends the fold without being decoded; nothing after it is read. A snapshot holds no broker-level
+    configs: with ``broker_configs`` a fold that starts from one takes them from the log's first record.
     """
     reader = LogReader(log_dir)
     start = 0
@@ -1735,6 +1908,10 @@ def fold_log(log_dir: str | os.PathLike, at_offset: int | None = None, at_time: 
         view = ClusterView()
     else:
         view, rest, start = found
+        if broker_configs:
+            first = next(iter(reader.records()), None)
+            if type(first) is ClusterCreated:
+                view.broker_configs = dict(first.configs)
         if not view.apply_until(rest, at_offset, at_time):
             return view
     with closing(reader.iter_batches(start)) as batches:
