@@ -39,7 +39,7 @@ _OFFLINE = PartitionState.OfflinePartition.byte
 _NON_EXISTENT = PartitionState.NonExistentPartition.byte
 # What a logger says about its lines (see _logger_class).
 _L_CONTROLLER, _L_KRAFT, _L_ELECTOR, _L_OTHER = 0, 1, 2, 3
-_IDENT_MATCH = pat.IDENT.match
+_KEYS: dict[str, str] = {}   # a message's first word -> its dispatch key (pat.dispatch_key), remembered
 _KRAFT_STATE_CHANGE_KEYS = pat.KRAFT_STATE_CHANGE_KEYS
 _SINCE_2_6_KEYS = pat.SINCE_2_6_KEYS
 
@@ -243,11 +243,12 @@ class KafkaLogReader:
             self._flush_pending()
         self._made_row = False
         end = body.find(" ")
-        key = body if end < 0 else body[:end]
-        if key[:1].isdigit() or (key[:1] == "-" and key[1:2].isdigit()):
-            key = "#"
-        else:
-            key = key.lower()
+        word = body if end < 0 else body[:end]
+        key = _KEYS.get(word)
+        if key is None:
+            key = pat.dispatch_key(word)
+            if len(_KEYS) < 65536:
+                _KEYS[word] = key
         lclass = self._loggers.get(logger)
         if lclass is None:
             lclass = self._loggers[logger] = self._logger_class(logger)

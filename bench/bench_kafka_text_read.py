@@ -12,6 +12,7 @@ its lines already in memory. Lines are the file's physical lines. Times are the 
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import sys
 import tempfile
@@ -64,7 +65,7 @@ def main() -> None:
                 path.write_text("".join(x + "\n" for x in lines))
             else:
                 path = write_variant(lines, layout, path)
-            with open(path, "rb") as f:
+            with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as f:
                 n = sum(1 for _ in f)
             text = path.read_text(encoding="utf-8").splitlines() if not path.suffix == ".gz" else None
             rows = len(read_kafka_log(path).rows)
