@@ -17,8 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from controller.request_entries import EntryTable, group_codes
-from events.columns import DictColumn, ListColumn
+from controller.request_entries import EntryTable, Merged, group_codes
+from events.columns import STORED_INT_DTYPES, DictColumn, ListColumn, stored_array, stored_int_widths
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, HEADER_LEN, LEADER_DURING_DELETE, SCHEMA_VERSION,
     LeaderAndIsrPartition, RequestSent, StopReplicaPartition, UpdateMetadataPartition,
@@ -27,6 +27,8 @@ from statemachines.leader_and_isr import LeaderIsrAndControllerEpoch, ReplicaAss
 
 
 COLUMN_MIN = 64  # partition states from which a request's records are emitted as one columnar batch
+_I4 = STORED_INT_DTYPES[1]
+_TOPICS_MATRIX_MAX = 1 << 24   # the largest (range, topic) presence matrix a send allocates
 
 
 class BrokerRequest(NamedTuple):
@@ -103,6 +105,10 @@ _UM_FIELDS = ("state_controller_epoch", "leader", "leader_epoch", "isr", "partit
 _SR_FIELDS = ("leader_epoch", "delete_partition")
 _TUPLE_FIELDS = frozenset({"isr", "replicas", "adding_replicas", "removing_replicas", "offline_replicas"})
 _BOOL_FIELDS = frozenset({"is_new", "delete_partition"})
+# A request's partition records hold (lead, topic, partition) and then the entry fields, in this order.
+assert LeaderAndIsrPartition._fields[HEADER_LEN + 3:] == _LAI_FIELDS
+assert UpdateMetadataPartition._fields[HEADER_LEN + 3:] == _UM_FIELDS
+assert StopReplicaPartition._fields[HEADER_LEN + 3:] == _SR_FIELDS
 
 
 class ControllerBrokerRequestBatch:
@@ -374,7 +380,23 @@ class ControllerBrokerRequestBatch:
         columns = 0, self._um.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes, ocodes
         return columns if tags is None else (columns, tags)
 
-    def _lai_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool) -> tuple:
+    def _add_lai(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool) -> None:
+        """The LeaderAndIsr entries of partitions ``parts`` of one topic to their ``recipients``: each distinct
+        partition's state read from the context once, a row of the table's values its entries share."""
+        index = None
+        if recipients.shape[1] == 1 and bool((recipients >= 0).all()):   # one recipient per row
+            brokers = recipients[:, 0]
+            entry_parts = parts
+            if len(parts) > 1:   # a partition listed once per replica (a takeover): its state read once
+                present = np.zeros(len(ts), dtype=bool)
+                present[parts] = True
+                distinct = np.flatnonzero(present)
+                if len(distinct) < len(parts):
+                    index = (np.cumsum(present, dtype=np.int64) - 1)[parts]
+                    parts = distinct
+        else:
+            rows, cols = np.nonzero(recipients >= 0)   # row-major: each partition's recipients in order
+            brokers, entry_parts, index = recipients[rows, cols], parts[rows], rows
         ctx = self.context
         ce, leader, le, icode, pe, rec = ctx.leadership_arrays(ts, parts)
         rcodes = ctx.assignment_codes(ts, parts)
@@ -384,15 +406,8 @@ class ControllerBrokerRequestBatch:
             plist = parts.tolist()
             adding = np.fromiter((code(ts.adding.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
             removing = np.fromiter((code(ts.removing.get(p, ())) for p in plist), dtype=np.int64, count=len(plist))
-        if recipients.shape[1] == 1 and bool((recipients >= 0).all()):   # one recipient per partition
-            return (recipients[:, 0], self._lai.topic_code(ts.name), parts, ce, leader, le, icode, pe, rcodes,
-                    adding, removing, int(is_new), rec)
-        rows, cols = np.nonzero(recipients >= 0)   # row-major: each partition's recipients in order
-
-        def per(a):
-            return a[rows] if isinstance(a, np.ndarray) else a
-        return (recipients[rows, cols], self._lai.topic_code(ts.name), parts[rows], ce[rows], leader[rows], le[rows],
-                icode[rows], pe[rows], rcodes[rows], per(adding), per(removing), int(is_new), rec[rows])
+        self._lai.add_indexed((brokers, self._lai.topic_code(ts.name), entry_parts, int(is_new)),
+                              (ce, leader, le, icode, pe, rcodes, adding, removing, rec), index)
 
     def add_leader_and_isr_columns(self, ts, parts: np.ndarray, recipients: np.ndarray, is_new: bool,
                                    update_metadata: bool = True) -> None:
@@ -408,8 +423,8 @@ class ControllerBrokerRequestBatch:
         segments = [seg for seg in segments if len(seg[1])]
         if not segments:
             return
-        lai = [self._lai_columns(ts, parts, recipients, is_new) for ts, parts, recipients in segments]
-        self._lai.add_columns(_concat(lai))
+        for ts, parts, recipients in segments:
+            self._add_lai(ts, parts, recipients, is_new)
         if not update_metadata:
             return
         ctx = self.context
@@ -477,49 +492,32 @@ class ControllerBrokerRequestBatch:
         sent.append(req)
         self.channel.send(req, callback)
 
-    def _list_column(self, codes: np.ndarray) -> ListColumn:
-        """Pool codes as an int tuple column."""
-        if not codes.any():   # every tuple empty (the pool's code 0): adding/removing replicas, mostly
-            return ListColumn(np.zeros(len(codes) + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        pool = self.pool
-        lengths = pool.lengths()[codes]
-        low, high = int(lengths.min()), int(lengths.max())
-        if low == high:   # every tuple of one length (an RF, mostly)
-            return ListColumn(np.arange(len(codes) + 1, dtype=np.int64) * low,
-                              pool.matrix()[:, :low][codes].reshape(-1))
-        offsets = np.zeros(len(codes) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        m = pool.matrix()[:, :high][codes]
-        return ListColumn(offsets, m[np.arange(m.shape[1]) < lengths[:, None]])
-
-    def _emit_partitions(self, cls, lead: tuple, table: EntryTable, columns: dict, start: int, stop: int):
-        """The partition states of rows ``start..stop-1`` of a merged table, ``lead`` (their first body field)
-        first: one record each, emitted as one columnar batch (returned) when there are at least COLUMN_MIN,
-        else as row records (returned as a tuple)."""
+    def _emit_partitions(self, cls, lead, stored: _StoredTable, i: int):
+        """The partition states of group ``i`` of a merged table, ``lead`` (their first body field) first:
+        one record each, emitted as one columnar batch (returned) when there are at least COLUMN_MIN, else
+        as row records (returned as a tuple)."""
+        start, stop = stored.bounds(i)
         n = stop - start
-        names = cls._fields[HEADER_LEN:]   # the lead field, topic, partition, then the table's fields
+        table = stored.table
         fields = table.fields[3:]
-        topic = columns["topic"][start:stop]
-        partition = columns["partition"][start:stop]
+        keys = stored.merged.keys
         if n >= COLUMN_MIN:
-            uniq, inverse = group_codes(topic)
-            out = {names[0]: _lead_column(lead[0], n),
-                   "topic": DictColumn(tuple(table.topic_names[t] for t in uniq.tolist()), inverse),
-                   "partition": partition}
+            columns = [_stored_lead(lead, n), stored.topic(i), stored.ints("partition", i)]
             for f in fields:
-                c = columns[f][start:stop]
                 if f in _TUPLE_FIELDS:
-                    out[f] = self._list_column(c)
+                    columns.append(stored.tuples(f, i))
                 elif f in _BOOL_FIELDS:
-                    out[f] = c != 0
+                    columns.append(stored.bools(f, i))
+                elif f in keys:
+                    columns.append(stored.ints(f, i))
                 else:
-                    out[f] = c
-            return self.journal.emit_columns(cls, **out)
+                    columns.append(stored.value_ints(f, i))
+            return self.journal.emit_stored(cls, n, tuple(columns))
         tuples = self.pool.tuples
         topic_names = table.topic_names
-        body = [[topic_names[t] for t in topic.tolist()], partition.tolist()]
+        body = [[topic_names[t] for t in stored.plain("topic", i)], stored.plain("partition", i)]
         for f in fields:
-            c = columns[f][start:stop].tolist()
+            c = stored.plain(f, i)
             if f in _TUPLE_FIELDS:
                 c = [tuples[v] for v in c]
             elif f in _BOOL_FIELDS:
@@ -527,6 +525,7 @@ class ControllerBrokerRequestBatch:
             body.append(c)
         off, header, sink = self.journal.reserve(n)
         prefix = (cls.KIND, SCHEMA_VERSION)
+        lead = (lead,)
         new = tuple.__new__
         recs = []
         for row in zip(*body):
@@ -536,21 +535,26 @@ class ControllerBrokerRequestBatch:
             off += 1
         return tuple(recs)
 
+    def _stored(self, table: EntryTable, merged: Merged) -> _StoredTable:
+        starts = np.fromiter((start for _, start, _ in merged.groups), dtype=np.int64, count=len(merged.groups))
+        return _StoredTable(self.pool, table, merged, np.append(starts, len(merged)))
+
     def _send_leader_and_isr(self, epoch: int, sent: list) -> None:
         if not len(self._lai):
             return
         live = self.context.live_broker_epochs
         merged = self._lai.merged()
-        cols = merged.columns
-        for broker, start, stop in merged.groups:
+        stored = self._stored(self._lai, merged)
+        leaders = stored.value_array("leader")[1][merged.row] == merged.keys["group"]
+        leads = np.add.reduceat(leaders, stored.starts[:-1]).tolist()
+        for i, (broker, _, _) in enumerate(merged.groups):
             if broker not in live:
                 continue
-            partitions = self._emit_partitions(LeaderAndIsrPartition, (broker,), self._lai, cols, start, stop)
-            leaders = int(np.count_nonzero(cols["leader"][start:stop] == broker))
+            partitions = self._emit_partitions(LeaderAndIsrPartition, broker, stored, i)
             callback = None
             if self.on_leader_and_isr_response is not None:
                 callback = self._leader_and_isr_callback(broker)
-            self._request(API_LEADER_AND_ISR, broker, epoch, partitions, leaders, 0, (), sent, callback)
+            self._request(API_LEADER_AND_ISR, broker, epoch, partitions, leads[i], 0, (), sent, callback)
 
     def _send_update_metadata(self, epoch: int, sent: list) -> None:
         live = self.context.live_broker_epochs
@@ -558,9 +562,11 @@ class ControllerBrokerRequestBatch:
         if not brokers:
             return
         merged = self._um.merged()
-        n = len(merged.columns["partition"])
-        partitions = self._emit_partitions(UpdateMetadataPartition, (brokers,), self._um, merged.columns, 0, n) \
-            if n else ()
+        n = len(merged)
+        partitions = ()
+        if n:
+            stored = _StoredTable(self.pool, self._um, merged, np.array([0, n], dtype=np.int64))
+            partitions = self._emit_partitions(UpdateMetadataPartition, brokers, stored, 0)
         live_brokers = tuple(sorted(live))
         for broker in brokers:
             self._request(API_UPDATE_METADATA, broker, epoch, partitions, 0, 0, live_brokers, sent)
@@ -570,17 +576,18 @@ class ControllerBrokerRequestBatch:
             return
         live = self.context.live_broker_epochs
         merged = self._sr.merged()
-        cols = merged.columns
-        for broker, start, stop in merged.groups:
+        deletes = merged.keys["delete_partition"]
+        stored = self._stored(self._sr, merged)
+        for i, (broker, start, stop) in enumerate(merged.groups):
             if broker not in live:
                 continue
-            partitions = self._emit_partitions(StopReplicaPartition, (broker,), self._sr, cols, start, stop)
-            deletes = int(np.count_nonzero(cols["delete_partition"][start:stop]))
+            partitions = self._emit_partitions(StopReplicaPartition, broker, stored, i)
+            count = int(np.count_nonzero(deletes[start:stop]))
             callback = None
-            if deletes and self.on_topic_deletion_stop_replica_response is not None:
+            if count and self.on_topic_deletion_stop_replica_response is not None:
                 deleted = {(rec.topic, rec.partition) for rec in partitions if rec.delete_partition}
                 callback = self._stop_replica_callback(broker, deleted)
-            self._request(API_STOP_REPLICA, broker, epoch, partitions, 0, deletes, (), sent, callback)
+            self._request(API_STOP_REPLICA, broker, epoch, partitions, 0, count, (), sent, callback)
 
     def _leader_and_isr_callback(self, broker: int) -> Callable[[BrokerResponse], None]:
         def on_response(response: BrokerResponse) -> None:
@@ -616,10 +623,167 @@ def _concat(adds: list[tuple]) -> tuple:
     return tuple(out)
 
 
-def _lead_column(value, n: int):
-    """The first body field of every record of a request: a broker id, or (UpdateMetadata) the tuple of
-    brokers the request goes to."""
+def _stored_lead(value, n: int):
+    """The first body field of every record of a request, stored: a broker id, or (UpdateMetadata) the
+    tuple of brokers the request goes to."""
     if isinstance(value, tuple):
         k = len(value)
-        return ListColumn(np.arange(n + 1, dtype=np.int64) * k, np.tile(np.asarray(value, dtype=np.int64), n))
-    return np.full(n, value, dtype=np.int64)
+        return ListColumn(stored_array(np.arange(n + 1, dtype=np.int64) * k, _I4),
+                          _stored_ints(np.tile(np.asarray(value, dtype=np.int64), n)))
+    return _stored_ints(np.full(n, value, dtype=np.int64))
+
+
+def _stored_ints(a: np.ndarray) -> np.ndarray:
+    if not len(a):
+        return stored_array(a, STORED_INT_DTYPES[0])
+    w = int(stored_int_widths(a.min(keepdims=True), a.max(keepdims=True))[0])
+    return stored_array(a, STORED_INT_DTYPES[w])
+
+
+def _pool_lists(pool, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pool codes as the (int64 offsets, values) of one int tuple column."""
+    n = len(codes)
+    if not codes.any():   # every tuple empty (the pool's code 0): adding/removing replicas, mostly
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int32)
+    lengths = pool.lengths()[codes]
+    low, high = int(lengths.min()), int(lengths.max())
+    if low == high:   # every tuple of one length (an RF, mostly)
+        return np.arange(n + 1, dtype=np.int64) * low, pool.matrix()[:, :low][codes].reshape(-1)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    m = pool.matrix()[:, :high][codes]
+    return offsets, m[np.arange(m.shape[1]) < lengths[:, None]]
+
+
+class _StoredTable:
+    """A merged entry table in the stored form of columnar batches, for records emitted one batch per
+    group (broker) of its rows: the key columns' narrowest dtypes per group by one reduce pass; each value
+    column cast once to the narrowest dtype of all its values (tuples as a matrix of their ids, when of
+    one length) and a group's entries gathered from it by their value rows, narrowed further only where
+    the group needs less; the topics' per-group dictionaries by one presence matrix."""
+
+    def __init__(self, pool, table: EntryTable, merged: Merged, starts: np.ndarray):
+        self.pool = pool
+        self.table = table
+        self.merged = merged
+        self.starts = starts                                   # group starts, then the table's length
+        self._widths: dict = {}                                # key field -> per-group index into STORED_INT_DTYPES
+        self._cast: dict = {}                                  # key field -> {width: the column in that dtype}
+        self._values: dict = {}                                # value field -> (width, the values in that dtype)
+        self._lists: dict = {}                                 # tuple field -> (width, k, matrix) or None
+        self._topics = None
+
+    def bounds(self, i: int) -> tuple[int, int]:
+        return int(self.starts[i]), int(self.starts[i + 1])
+
+    def ints(self, field: str, i: int) -> np.ndarray:
+        """A key field's int column of group ``i``."""
+        values = self.merged.keys[field]
+        w = self._widths.get(field)
+        if w is None:
+            at = self.starts[:-1]
+            w = self._widths[field] = stored_int_widths(np.minimum.reduceat(values, at),
+                                                        np.maximum.reduceat(values, at))
+        w = int(w[i])
+        cast = self._cast.setdefault(field, {})
+        whole = cast.get(w)
+        if whole is None:
+            whole = cast[w] = stored_array(values, STORED_INT_DTYPES[w])
+        s, e = self.bounds(i)
+        return whole[s:e]
+
+    def bools(self, field: str, i: int) -> np.ndarray:
+        """A (key) sticky flag's bool column of group ``i``."""
+        cast = self._cast.setdefault(field, {})
+        whole = cast.get("bool")
+        if whole is None:
+            whole = cast["bool"] = stored_array(self.merged.keys[field] != 0, np.bool_)
+        s, e = self.bounds(i)
+        return whole[s:e]
+
+    def value_array(self, field: str) -> tuple[int, np.ndarray]:
+        """(width, a value field's values in the narrowest stored dtype that holds all of them)."""
+        hit = self._values.get(field)
+        if hit is None:
+            v = self.merged.values[field]
+            w = int(stored_int_widths(v.min(keepdims=True), v.max(keepdims=True))[0]) if len(v) else 0
+            hit = self._values[field] = (w, v.astype(STORED_INT_DTYPES[w]))
+        return hit
+
+    def value_ints(self, field: str, i: int) -> np.ndarray:
+        """A value field's int column of group ``i``."""
+        w, values = self.value_array(field)
+        s, e = self.bounds(i)
+        return _frozen(_narrower(values[self.merged.row[s:e]], w))
+
+    def tuples(self, field: str, i: int) -> ListColumn:
+        """A value field's int tuple column (pool codes) of group ``i``."""
+        if field not in self._lists:
+            self._lists[field] = self._tuple_matrix(field)
+        hit = self._lists[field]
+        s, e = self.bounds(i)
+        n = e - s
+        if hit is None:   # tuples of several lengths: this group's entries one by one
+            offsets, flat = _pool_lists(self.pool, self.merged.values[field][self.merged.row[s:e]])
+            return ListColumn(stored_array(offsets, _I4), _stored_ints(flat))
+        w, k, matrix = hit
+        offsets = stored_array(np.arange(n + 1, dtype=np.int64) * k, _I4)
+        if not k:
+            return ListColumn(offsets, stored_array((), STORED_INT_DTYPES[0]))
+        return ListColumn(offsets, _frozen(_narrower(matrix[self.merged.row[s:e]].reshape(-1), w)))
+
+    def _tuple_matrix(self, field: str):
+        codes = self.merged.values[field]
+        if not codes.any():   # every tuple empty (the pool's code 0): adding/removing replicas, mostly
+            return 0, 0, None
+        lengths = self.pool.lengths()[codes]
+        k = int(lengths.max())
+        if int(lengths.min()) != k:
+            return None
+        m = self.pool.matrix()[:, :k][codes]
+        w = int(stored_int_widths(m.min(keepdims=True).reshape(1), m.max(keepdims=True).reshape(1))[0])
+        return w, k, m.astype(STORED_INT_DTYPES[w])
+
+    def plain(self, field: str, i: int) -> list:
+        """Field ``field`` of group ``i``'s rows, as ints."""
+        s, e = self.bounds(i)
+        c = self.merged.keys.get(field)
+        if c is not None:
+            return c[s:e].tolist()
+        return self.merged.values[field][self.merged.row[s:e]].tolist()
+
+    def topic(self, i: int) -> DictColumn:
+        names = self.table.topic_names
+        k = len(names)
+        r = len(self.starts) - 1
+        topic = self.merged.keys["topic"]
+        if r * k > _TOPICS_MATRIX_MAX:
+            s, e = self.bounds(i)
+            uniq, codes = group_codes(topic[s:e])
+            return DictColumn(tuple(names[t] for t in uniq.tolist()), stored_array(codes, _I4))
+        if self._topics is None:
+            row_range = np.repeat(np.arange(r, dtype=np.int64), np.diff(self.starts))
+            key = row_range * k + topic
+            present = np.zeros(r * k, dtype=bool)
+            present[key] = True
+            rank = np.cumsum(present, dtype=np.int64) - 1
+            before = np.concatenate(([0], np.cumsum(present.reshape(r, k).sum(axis=1))))
+            codes = stored_array(rank[key] - before[row_range], _I4)
+            self._topics = present.reshape(r, k), codes
+        present, codes = self._topics
+        s, e = self.bounds(i)
+        return DictColumn(tuple(names[t] for t in np.flatnonzero(present[i]).tolist()), codes[s:e])
+
+
+def _narrower(a: np.ndarray, w: int) -> np.ndarray:
+    """``a`` (of stored width ``w``) in the narrowest stored dtype that holds its values."""
+    if w and len(a):
+        n = int(stored_int_widths(a.min(keepdims=True), a.max(keepdims=True))[0])
+        if n < w:
+            return a.astype(STORED_INT_DTYPES[n])
+    return a
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a

@@ -13,34 +13,69 @@ ids are codes of the controller context's ``TuplePool``.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 _BROKER_BITS, _TOPIC_BITS = 11, 20   # a packed sort key: broker code | topic code | partition (31 bits)
 
 
-class Merged(NamedTuple):
-    """The merged entries: ``columns`` by field name (one row per distinct (group, topic, partition), rows
-    grouped by ascending group, in order of first addition within a group); ``groups`` the distinct group
-    ids with their ``[start, stop)`` row ranges."""
-    columns: dict
-    groups: list
+class Merged:
+    """The merged entries, one row per distinct (group, topic, partition), rows grouped by ascending group,
+    in order of first addition within a group; ``groups`` the distinct group ids with their ``[start, stop)``
+    row ranges. The key fields (group, topic, partition and the sticky flags) are columns of their own
+    (``keys``); the other fields are the table's value rows (``values``, each column shared by every entry
+    added with it), row ``i`` holding ``values[f][row[i]]`` — :meth:`column` gathers one."""
+
+    __slots__ = ("fields", "keys", "row", "values", "groups", "_gathered")
+
+    def __init__(self, fields: tuple, keys: dict, row: np.ndarray, values: dict, groups: list):
+        self.fields = fields
+        self.keys = keys
+        self.row = row
+        self.values = values
+        self.groups = groups
+        self._gathered: dict = {}
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def column(self, f: str) -> np.ndarray:
+        """Field ``f`` of every merged row (int64)."""
+        c = self.keys.get(f)
+        if c is None:
+            c = self._gathered.get(f)
+            if c is None:
+                c = self._gathered[f] = self.values[f][self.row]
+        return c
+
+    @property
+    def columns(self) -> dict:
+        """Every field of every merged row, by name."""
+        return {f: self.column(f) for f in self.fields}
+
+
+_KEY_FIELDS = ("group", "topic", "partition")
 
 
 class EntryTable:
     """Entries keyed by (group, topic, partition) — ``group`` the destination broker, or 0 where there is
-    one map for all — each with the integer ``fields``; ``sticky`` fields merge by OR."""
+    one map for all — each with the integer ``fields``; ``sticky`` fields merge by OR. An entry's sticky
+    fields are its own; its other fields are a row of the table's values, which several entries (a
+    partition's state sent to each of its replicas) may share (:meth:`add_indexed`)."""
 
-    __slots__ = ("fields", "sticky", "topics", "topic_names", "_rows", "_chunks", "_n")
+    __slots__ = ("fields", "sticky", "key_fields", "value_fields", "topics", "topic_names", "_rows", "_chunks",
+                 "_n", "_split")
 
     def __init__(self, fields: tuple[str, ...], sticky: tuple[str, ...] = ()):
-        self.fields = ("group", "topic", "partition") + fields
+        self.fields = _KEY_FIELDS + fields
         self.sticky = sticky
+        self.key_fields = _KEY_FIELDS + tuple(sticky)
+        self.value_fields = tuple(f for f in fields if f not in sticky)
+        position = {f: i for i, f in enumerate(self.fields)}
+        self._split = ([position[f] for f in self.key_fields], [position[f] for f in self.value_fields])
         self.topics: dict[str, int] = {}
         self.topic_names: list[str] = []
         self._rows: list[tuple] = []
-        self._chunks: list[tuple] = []
+        self._chunks: list[tuple] = []   # (key columns, value columns, index into the values or None, n, m)
         self._n = 0
 
     def __len__(self) -> int:
@@ -67,40 +102,64 @@ class EntryTable:
 
     def add_columns(self, columns: tuple) -> None:
         """Entries as arrays of equal length, in field order (a scalar is broadcast)."""
+        keys, values = self._split
+        self.add_indexed(tuple(columns[i] for i in keys), tuple(columns[i] for i in values))
+
+    def add_indexed(self, keys: tuple, values: tuple, index: np.ndarray | None = None) -> None:
+        """Entries with the key fields ``keys`` (``key_fields`` order; arrays of one length, or scalars) whose
+        other fields are rows ``index`` (an int array aligned with the keys; None: the rows in order) of the
+        value columns ``values`` (``value_fields`` order; arrays of one length, or scalars)."""
         self._flush()
-        n = max((len(c) for c in columns if isinstance(c, np.ndarray) and c.ndim), default=0)
+        m = _length(values)
+        if not m:   # every entry the same values
+            index = None
+        n = _length(keys) if index is None else len(index)
         if not n:
             return
-        self._chunks.append(tuple(np.broadcast_to(np.asarray(c, dtype=np.int64), (n,)) for c in columns))
+        if index is None:
+            m = n
+        self._chunks.append((keys, values, index, n, m))
         self._n += n
 
     def _flush(self) -> None:
         if self._rows:
             a = np.array(self._rows, dtype=np.int64).reshape(len(self._rows), len(self.fields))
-            self._chunks.append(tuple(a.T))
+            keys, values = self._split
+            self._chunks.append((tuple(a[:, i] for i in keys), tuple(a[:, i] for i in values), None,
+                                 len(self._rows), len(self._rows)))
             self._rows.clear()
 
     def merged(self) -> Merged:
         """The entries with the merge rule applied (see the module docstring)."""
         self._flush()
         if not self._chunks:
-            return Merged({f: np.zeros(0, dtype=np.int64) for f in self.fields}, [])
+            empty = np.zeros(0, dtype=np.int64)
+            return Merged(self.fields, {f: empty for f in self.key_fields}, empty,
+                          {f: empty for f in self.value_fields}, [])
         chunks = self._chunks
-        if len(chunks) == 1:
-            cols = [np.ascontiguousarray(c) for c in chunks[0]]
+        keys = [_stack([(c[0][i], c[3]) for c in chunks]) for i in range(len(self.key_fields))]
+        values = {f: _stack([(c[1][i], c[4]) for c in chunks]) for i, f in enumerate(self.value_fields)}
+        if len(chunks) == 1 and chunks[0][2] is None:
+            row = np.arange(chunks[0][3], dtype=np.int64)
         else:
-            cols = [np.concatenate([c[i] for c in chunks]) for i in range(len(self.fields))]
-        group, topic, partition = cols[0], cols[1], cols[2]
+            row = np.empty(sum(c[3] for c in chunks), dtype=np.int64)
+            at = base = 0
+            for _, _, index, n, m in chunks:
+                if index is None:
+                    row[at:at + n] = np.arange(base, base + n)
+                else:
+                    np.add(index, base, out=row[at:at + n])
+                at += n
+                base += m
+        group, topic, partition = keys[0], keys[1], keys[2]
         n = len(partition)
         groups, gcode = group_codes(group)
+        take = None
         if _distinct_entries(gcode, len(groups), topic, partition, len(self.topic_names)):
             # No partition added twice for one group: insertion order within each group.
             if n > 1 and bool((gcode[1:] < gcode[:-1]).any()):
-                out = np.argsort(gcode.astype(np.int16) if len(groups) < 1 << 15 else gcode, kind="stable")
-                merged = {f: c[out] for f, c in zip(self.fields, cols)}
-            else:
-                merged = dict(zip(self.fields, cols))
-            return _merged(merged)
+                take = np.argsort(gcode.astype(np.int16) if len(groups) < 1 << 15 else gcode, kind="stable")
+            return self._merged(keys, row, values, take)
         if len(groups) < 1 << _BROKER_BITS and len(self.topic_names) < 1 << _TOPIC_BITS:
             key = (gcode << (_TOPIC_BITS + 31)) | (topic << 31) | partition
             order = np.argsort(key, kind="stable")
@@ -112,25 +171,42 @@ class EntryTable:
             starts = np.flatnonzero(np.concatenate(([True], (g[1:] != g[:-1]) | (t[1:] != t[:-1])
                                                     | (p[1:] != p[:-1]))))
         if len(starts) == n:   # no partition added twice for one group: insertion order within each group
-            out = np.argsort(gcode, kind="stable")
-            merged = {f: c[out] for f, c in zip(self.fields, cols)}
-        else:
-            ends = np.concatenate((starts[1:], [n])) - 1
-            first, last = order[starts], order[ends]
-            out = np.lexsort((first, gcode[first]))
-            take = last[out]
-            merged = {f: c[take] for f, c in zip(self.fields, cols)}
-            for f in self.sticky:
-                i = self.fields.index(f)
-                merged[f] = np.logical_or.reduceat(cols[i][order] != 0, starts)[out].astype(np.int64)
-        return _merged(merged)
+            return self._merged(keys, row, values, np.argsort(gcode, kind="stable"))
+        ends = np.concatenate((starts[1:], [n])) - 1
+        first, last = order[starts], order[ends]
+        out = np.lexsort((first, gcode[first]))
+        merged = self._merged(keys, row, values, last[out])
+        for i, f in enumerate(self.sticky, 3):
+            merged.keys[f] = np.logical_or.reduceat(keys[i][order] != 0, starts)[out].astype(np.int64)
+        return merged
+
+    def _merged(self, keys: list, row: np.ndarray, values: dict, take: np.ndarray | None) -> Merged:
+        if take is not None:
+            keys = [k[take] for k in keys]
+            row = row[take]
+        g = keys[0]
+        bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
+        ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
+        return Merged(self.fields, dict(zip(self.key_fields, keys)), row, values, ranges)
 
 
-def _merged(merged: dict) -> Merged:
-    g = merged["group"]
-    bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
-    ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
-    return Merged(merged, ranges)
+def _length(columns: tuple) -> int:
+    return max((len(c) for c in columns if isinstance(c, np.ndarray) and c.ndim), default=0)
+
+
+def _stack(parts: list) -> np.ndarray:
+    """Columns (or scalars, each standing for ``length`` copies) one after the other, as one int64 array."""
+    if len(parts) == 1:
+        c, length = parts[0]
+        if isinstance(c, np.ndarray) and c.ndim:
+            return np.ascontiguousarray(c, dtype=np.int64)
+        return np.full(length, c, dtype=np.int64)
+    out = np.empty(sum(length for _, length in parts), dtype=np.int64)
+    at = 0
+    for c, length in parts:
+        out[at:at + length] = c
+        at += length
+    return out
 
 
 def group_codes(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -42,7 +42,7 @@ from events.records import HEADER_FIELDS, HEADER_LEN, KINDS, SCHEMA_VERSION
 
 __all__ = [
     "COLUMN_KINDS", "EXT_COLUMNS", "ColumnBatch", "ColumnBatchError", "DictColumn", "ListColumn",
-    "arrow_schema", "field_types", "records_to_arrow",
+    "arrow_schema", "field_types", "records_to_arrow", "STORED_INT_DTYPES", "stored_int_widths", "stored_array",
 ]
 
 EXT_COLUMNS = 1
@@ -145,6 +145,22 @@ def _owned(a, dtype) -> np.ndarray:
     """``a`` as a new read-only array of ``dtype`` over a bytes object of its own (which
     :meth:`ColumnBatch.encode_pieces` then writes as it is, without another copy)."""
     return np.frombuffer(np.ascontiguousarray(a, dtype=dtype).tobytes(), dtype=dtype)
+
+
+STORED_INT_DTYPES = (_DTYPES["u1"], _DTYPES["i4"], _DTYPES["i8"])
+"""The dtypes an int column (or an int tuple column's values) is stored in, narrowest first."""
+
+
+def stored_int_widths(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """For runs of int64 values with minima ``lo`` and maxima ``hi``: the index into
+    :data:`STORED_INT_DTYPES` of the dtype :meth:`ColumnBatch.from_columns` would store each run in
+    (for callers that build the stored form of many batches at once, by one reduce per column)."""
+    return np.where((lo >= 0) & (hi <= 255), 0, np.where((lo >= _INT32_MIN) & (hi <= _INT32_MAX), 1, 2))
+
+
+def stored_array(a, dtype) -> np.ndarray:
+    """``a`` as a new read-only array of ``dtype``, in the form a batch holds its columns."""
+    return _owned(a, dtype)
 
 
 def _bytes_of(a: np.ndarray) -> bytes:
@@ -358,6 +374,16 @@ class ColumnBatch:
         if not 0 <= n <= _MAX_RECORDS or first_offset + n - 1 > 2**64 - 1:
             raise ColumnBatchError(f"a columnar batch holds 0..2**32-1 records with offsets below 2**64, got {n}")
         return cls_(cls, first_offset, header, n, built)
+
+    @classmethod
+    def from_stored(cls_, cls, first_offset: int, header: tuple, n: int, columns: tuple) -> ColumnBatch:
+        """Internal, for the engine's own columns: a batch of ``n`` records from columns already in
+        their stored form, in field order, NOT checked — each int column of the narrowest dtype of
+        :data:`STORED_INT_DTYPES` that holds its values (``stored_int_widths``), bools ``np.bool_``,
+        strings a :class:`DictColumn` with int32 codes, int tuples a :class:`ListColumn` of int32
+        offsets from 0 and narrowest values, every array read-only and of length ``n``; the header
+        4 ints. Anything else must go through :meth:`from_columns`, which checks and converts."""
+        return cls_(cls, first_offset, header, n, columns)
 
     @classmethod
     def from_records(cls_, records: Sequence[tuple]) -> ColumnBatch:

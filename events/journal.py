@@ -110,7 +110,15 @@ class Journal:
         (ColumnBatchError) or empty.
         """
         from events.columns import ColumnBatch
-        batch = ColumnBatch.from_columns(cls, self.next_offset, self._header, n, **columns)
+        return self._emit_batch(ColumnBatch.from_columns(cls, self.next_offset, self._header, n, **columns))
+
+    def emit_stored(self, cls, n: int, columns: tuple):
+        """``emit_columns`` for columns the engine built in their stored form (see
+        :meth:`events.columns.ColumnBatch.from_stored`: not checked again), in field order."""
+        from events.columns import ColumnBatch
+        return self._emit_batch(ColumnBatch.from_stored(cls, self.next_offset, self._header, n, columns))
+
+    def _emit_batch(self, batch):
         if not batch.n:
             return batch
         self.next_offset += batch.n
