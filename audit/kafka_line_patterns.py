@@ -287,6 +287,35 @@ CONTROLLER_MESSAGES = (
 CONTROLLER_LOGGERS = ("kafka.controller", "state.change.logger")
 ELECTOR_LOGGER = "kafka.server.ZookeeperLeaderElector"
 
+# Layouts printing only the last part of a logger's name (``%c{1}``: "KafkaController", "logger" for
+# state.change.logger): the full names of the loggers the audit tells apart, by their last part.
+SHORT_LOGGER_NAMES = {
+    **{name: "kafka.controller." + name for name in (
+        "KafkaController", "ControllerChannelManager", "ControllerBrokerRequestBatch", "RequestSendThread",
+        "ControllerEventManager", "ControllerEpochListener", "IsrChangeNotificationListener",
+        "PartitionStateMachine", "ZkPartitionStateMachine", "ReplicaStateMachine", "ZkReplicaStateMachine",
+        "TopicDeletionManager", "OfflinePartitionLeaderSelector", "PreferredReplicaPartitionLeaderSelector",
+        "ReassignedPartitionLeaderSelector", "ControlledShutdownLeaderSelector", "NoOpLeaderSelector",
+        "KafkaControllerZkUtils")},
+    "controller": "kafka.controller", "logger": "state.change.logger",
+    "ZookeeperLeaderElector": "kafka.server.ZookeeperLeaderElector",
+    **{name: "org.apache.kafka.controller." + name for name in (
+        "QuorumController", "ReplicationControlManager", "ClusterControlManager", "FeatureControlManager",
+        "ConfigurationControlManager", "AclControlManager", "ProducerIdControlManager", "OffsetControlManager",
+        "PeriodicTaskControlManager", "BrokerHeartbeatManager", "PartitionChangeBuilder",
+        "EventPerformanceMonitor", "ScramControlManager", "DelegationTokenControlManager")},
+    **{name: "org.apache.kafka.raft." + name for name in (
+        "KafkaRaftClient", "QuorumState", "LeaderState", "FollowerState", "CandidateState")},
+}
+
+
+def full_logger_name(logger: str | None) -> str | None:
+    """A logger's full name from its last part (``%c{1}``), when it is one the audit tells apart."""
+    if logger is None or "." in logger:
+        return logger
+    return SHORT_LOGGER_NAMES.get(logger.split("$", 1)[0], logger)
+
+
 # KRaft: the QuorumController and the Raft layer, and the broker-side lines only KRaft writes.
 KRAFT_LOGGER_PREFIXES = (
     "org.apache.kafka.controller.", "org.apache.kafka.raft.", "kafka.raft.", "org.apache.kafka.metadata.",

@@ -116,7 +116,7 @@ class KafkaLogReader:
         self._parked: dict = {}                # stream -> its (pending, kind, awaiting) while others are read
         self._minute_ms: dict[str, int] = {}
         self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
-        self._loggers: dict = {}               # logger -> _L_*
+        self._loggers: dict = {}               # logger as printed -> (_L_*, its full name)
         # Context of the log line being read.
         self._item: tuple = (LOG, 0, path, 0, "", None, None, None, None, None)   # the log line being read
         self._cid = -1
@@ -249,9 +249,11 @@ class KafkaLogReader:
             key = pat.dispatch_key(word)
             if len(_KEYS) < 65536:
                 _KEYS[word] = key
-        lclass = self._loggers.get(logger)
-        if lclass is None:
-            lclass = self._loggers[logger] = self._logger_class(logger)
+        known = self._loggers.get(logger)
+        if known is None:
+            full = pat.full_logger_name(logger)
+            known = self._loggers[logger] = (self._logger_class(full), full)
+        lclass, logger = known
         kind = role[0]
         if logger == "state.change.logger":
             self._state_change_lines += 1

@@ -140,6 +140,13 @@ def dash_thread(e):
     return f"{e.date} {e.time}.{e.ms} [{THREAD}] {e.level:<5} {e.logger} - {e.msg}"
 
 
+def dash_short(e):
+    """``%d %-5p %c{1}:%L - %m%n``: the logger's last part only."""
+    if not e.logger:
+        return f"{e.date} {e.time},{e.ms} {e.level:<5} {e.msg}"
+    return f"{e.date} {e.time},{e.ms} {e.level:<5} {e.logger.rsplit('.', 1)[-1]}:76 - {e.msg}"
+
+
 def _cri_ts(e):
     return f"{e.iso}.{e.ms}000000Z" if e is not None else "2024-01-01T00:00:00.000000000Z"
 
@@ -240,6 +247,7 @@ LAYOUTS = {
     "strimzi-log4j2": (_per_entry(strimzi_log4j2, lambda x, e: x), "\n", False),
     "dash": (_per_entry(dash, lambda x, e: x), "\n", False),
     "dash-thread": (_per_entry(dash_thread, lambda x, e: x), "\n", False),
+    "dash-short-logger": (_per_entry(dash_short, lambda x, e: x), "\n", False),
     "compose": (_per_line(lambda x, e: f"kafka_1  | {x}"), "\n", False),
     "compose-v2-colour": (_per_line(lambda x, e: f"\x1b[36mkafka-1  |\x1b[0m {x}"), "\n", False),
     "compose-strimzi": (lambda lines: [x if x.startswith("#") or not x.strip() else f"kafka-0  | {x}"
