@@ -43,7 +43,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="list at most this many violations and findings in the reports; counts are always exact "
                         "(default: %(default)s)")
     p.add_argument("--spark-threshold", type=int, default=DEFAULT_SPARK_THRESHOLD, metavar="BYTES",
-                   help="input size from which --engine auto uses Spark (default: %(default)s)")
+                   help="input size in bytes from which --engine auto uses Spark (default: a twentieth of this "
+                        f"machine's memory, {DEFAULT_SPARK_THRESHOLD / 2**30:.1f} GiB here: the in-process engine "
+                        "holds about ten times its input)")
     p.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the summary")
     return p
 

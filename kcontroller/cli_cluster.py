@@ -112,13 +112,14 @@ def _cut_back(log_dir: str, segment: str, size: int) -> None:
 def add_parsers(sub) -> None:
     def cluster_cmd(name: str, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("log_dir", metavar="LOG_DIR")
+        p.add_argument("log_dir", metavar="LOG_DIR", help="the event log of the cluster (kcontroller new-cluster "
+                                                          "starts one); the command appends to it")
         p.add_argument("--at", type=int, metavar="T", help="simulated time of the action in ms (default: the "
                                                            "log's current time)")
         return p
 
     p = sub.add_parser("new-cluster", help="start an event log with a new cluster: brokers, configs, topics")
-    p.add_argument("log_dir", metavar="LOG_DIR")
+    p.add_argument("log_dir", metavar="LOG_DIR", help="the directory of the new event log")
     p.add_argument("--brokers", type=int, default=3, help="broker ids 0..N-1 (default: %(default)s)")
     p.add_argument("--config", action="append", metavar="NAME=VALUE", help="broker config by Kafka name")
     p.add_argument("--topic", action="append", metavar="NAME:PARTITIONS:RF", help="a topic to create")
@@ -126,26 +127,32 @@ def add_parsers(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing log in LOG_DIR")
 
     p = cluster_cmd("create-topic", "kafka-topics.sh --create")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--partitions", type=int)
-    p.add_argument("--replication-factor", type=int)
+    p.add_argument("--topic", required=True, help="the topic's name")
+    p.add_argument("--partitions", type=int, help="its partition count (default: the broker config num.partitions)")
+    p.add_argument("--replication-factor", type=int,
+                   help="its replication factor (default: the broker config default.replication.factor)")
     p.add_argument("--config", action="append", metavar="NAME=VALUE", help="topic config override")
 
     p = cluster_cmd("delete-topic", "kafka-topics.sh --delete: queue a topic for deletion")
-    p.add_argument("--topic", required=True)
+    p.add_argument("--topic", required=True, help="the topic to delete")
 
     p = cluster_cmd("reassign", "kafka-reassign-partitions.sh --execute (or --cancel) with a reassignment JSON file")
-    p.add_argument("--reassignment-json-file", required=True, metavar="FILE")
+    p.add_argument("--reassignment-json-file", required=True, metavar="FILE",
+                   help='kafka-reassign-partitions.sh\'s file: {"version":1,"partitions":[{"topic":..., '
+                        '"partition":..., "replicas":[...]}]}')
     p.add_argument("--cancel", action="store_true", help="cancel the reassignments of the file's partitions")
     p.add_argument("--via", choices=["api", "zk"], default="api",
                    help="AlterPartitionReassignments (api, the tool since 2.4) or /admin/reassign_partitions (zk)")
 
     p = cluster_cmd("elect-leaders", "kafka-leader-election.sh")
-    p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"])
+    p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
+                   help="preferred: the first live ISR replica of the assignment; unclean: any live replica when "
+                        "no ISR replica is live")
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--all-topic-partitions", action="store_true")
-    which.add_argument("--path-to-json-file", metavar="FILE")
-    which.add_argument("--topic")
+    which.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
+    which.add_argument("--path-to-json-file", metavar="FILE",
+                       help='kafka-leader-election.sh\'s file: {"partitions":[{"topic":..., "partition":...}]}')
+    which.add_argument("--topic", help="one partition of this topic (with --partition)")
     p.add_argument("--partition", type=int, help="with --topic")
 
     for name, help_text in (("start-broker", "start (or restart) a broker"),
@@ -153,10 +160,10 @@ def add_parsers(sub) -> None:
                             ("shutdown-broker", "shut a broker down: controlled shutdown with Kafka's retries, "
                                                 "then stop")):
         p = cluster_cmd(name, help_text)
-        p.add_argument("--broker-id", type=int, required=True)
+        p.add_argument("--broker-id", type=int, required=True, help="the broker's id")
 
     p = cluster_cmd("advance", "let simulated time pass (sessions time out, scheduled tasks run)")
-    p.add_argument("--ms", type=int, required=True)
+    p.add_argument("--ms", type=int, required=True, help="how many milliseconds pass (from --at, if given)")
 
     cluster_cmd("catch-up", "followers rejoin the ISRs (each leader sends AlterPartition), completing "
                             "reassignments")
