@@ -467,7 +467,10 @@ class ControllerBrokerRequestBatch:
         slot[taken] = np.arange(len(taken))
         back = slot[slot >= 0]   # the rows' order again
         n = len(back)
-        self._um.add_columns(tuple(np.broadcast_to(np.asarray(c, dtype=np.int64), (n,))[back] for c in cols))
+
+        def in_row_order(c):
+            return np.broadcast_to(np.asarray(c, dtype=np.int64), (n,))[back]
+        self._um.add_indexed((0, in_row_order(cols[1]), in_row_order(cols[2])), cols[3:], back)
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
@@ -628,9 +631,14 @@ def _stored_lead(value, n: int):
     tuple of brokers the request goes to."""
     if isinstance(value, tuple):
         k = len(value)
-        return ListColumn(stored_array(np.arange(n + 1, dtype=np.int64) * k, _I4),
-                          _stored_ints(np.tile(np.asarray(value, dtype=np.int64), n)))
-    return _stored_ints(np.full(n, value, dtype=np.int64))
+        one = _stored_ints(np.asarray(value, dtype=np.int64))
+        return ListColumn(_list_offsets(n, k), _frozen(np.tile(one, n)))
+    return _frozen(np.full(n, value, dtype=_stored_ints(np.array([value], dtype=np.int64)).dtype))
+
+
+def _list_offsets(n: int, k: int) -> np.ndarray:
+    """The stored offsets of ``n`` tuples of ``k`` ints each."""
+    return _frozen(np.arange(0, (n + 1) * k, k, dtype=_I4)) if k else stored_array(np.zeros(n + 1), _I4)
 
 
 def _stored_ints(a: np.ndarray) -> np.ndarray:
@@ -727,7 +735,7 @@ class _StoredTable:
             offsets, flat = _pool_lists(self.pool, self.merged.values[field][self.merged.row[s:e]])
             return ListColumn(stored_array(offsets, _I4), _stored_ints(flat))
         w, k, matrix = hit
-        offsets = stored_array(np.arange(n + 1, dtype=np.int64) * k, _I4)
+        offsets = _list_offsets(n, k)
         if not k:
             return ListColumn(offsets, stored_array((), STORED_INT_DTYPES[0]))
         return ListColumn(offsets, _frozen(_narrower(matrix[self.merged.row[s:e]].reshape(-1), w)))

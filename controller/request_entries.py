@@ -159,7 +159,8 @@ class EntryTable:
             # No partition added twice for one group: insertion order within each group.
             if n > 1 and bool((gcode[1:] < gcode[:-1]).any()):
                 take = np.argsort(gcode.astype(np.int16) if len(groups) < 1 << 15 else gcode, kind="stable")
-            return self._merged(keys, row, values, take)
+                return self._merged(keys, row, values, take, groups, np.bincount(gcode, minlength=len(groups)))
+            return self._merged(keys, row, values, None)
         if len(groups) < 1 << _BROKER_BITS and len(self.topic_names) < 1 << _TOPIC_BITS:
             key = (gcode << (_TOPIC_BITS + 31)) | (topic << 31) | partition
             order = np.argsort(key, kind="stable")
@@ -171,22 +172,40 @@ class EntryTable:
             starts = np.flatnonzero(np.concatenate(([True], (g[1:] != g[:-1]) | (t[1:] != t[:-1])
                                                     | (p[1:] != p[:-1]))))
         if len(starts) == n:   # no partition added twice for one group: insertion order within each group
-            return self._merged(keys, row, values, np.argsort(gcode, kind="stable"))
+            return self._merged(keys, row, values, np.argsort(gcode, kind="stable"), groups,
+                                np.bincount(gcode, minlength=len(groups)))
         ends = np.concatenate((starts[1:], [n])) - 1
         first, last = order[starts], order[ends]
-        out = np.lexsort((first, gcode[first]))
-        merged = self._merged(keys, row, values, last[out])
+        first_group = gcode[first]
+        out = np.lexsort((first, first_group))
+        merged = self._merged(keys, row, values, last[out], groups, np.bincount(first_group, minlength=len(groups)))
         for i, f in enumerate(self.sticky, 3):
             merged.keys[f] = np.logical_or.reduceat(keys[i][order] != 0, starts)[out].astype(np.int64)
         return merged
 
-    def _merged(self, keys: list, row: np.ndarray, values: dict, take: np.ndarray | None) -> Merged:
+    def _merged(self, keys: list, row: np.ndarray, values: dict, take: np.ndarray | None,
+                groups: np.ndarray | None = None, counts: np.ndarray | None = None) -> Merged:
+        """The merged table of entries ``take`` (None: all, in order) — with ``groups`` and their ``counts``
+        among them when known (the group column then rebuilt, not gathered)."""
         if take is not None:
-            keys = [k[take] for k in keys]
+            n = len(take)
+            out = []
+            for i, k in enumerate(keys):
+                if k.strides == (0,):   # the same value in every entry
+                    out.append(np.broadcast_to(k[:1], (n,)))
+                elif i == 0 and counts is not None:
+                    out.append(np.repeat(groups, counts))
+                else:
+                    out.append(k[take])
+            keys = out
             row = row[take]
-        g = keys[0]
-        bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
-        ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
+        if counts is not None:
+            bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
+            ranges = [(g, s, e) for g, s, e in zip(groups.tolist(), bounds[:-1], bounds[1:]) if e > s]
+        else:
+            g = keys[0]
+            bounds = np.flatnonzero(np.concatenate(([True], g[1:] != g[:-1], [True])))
+            ranges = [(int(g[s]), int(s), int(e)) for s, e in zip(bounds[:-1], bounds[1:])]
         return Merged(self.fields, dict(zip(self.key_fields, keys)), row, values, ranges)
 
 
@@ -196,12 +215,13 @@ def _length(columns: tuple) -> int:
 
 def _stack(parts: list) -> np.ndarray:
     """Columns (or scalars, each standing for ``length`` copies) one after the other, as one int64 array."""
+    total = sum(length for _, length in parts)
+    scalars = [int(c) for c, _ in parts if not (isinstance(c, np.ndarray) and c.ndim)]
+    if len(scalars) == len(parts) and len(set(scalars)) == 1:
+        return np.broadcast_to(np.int64(scalars[0]), (total,))   # one value for all (read-only)
     if len(parts) == 1:
-        c, length = parts[0]
-        if isinstance(c, np.ndarray) and c.ndim:
-            return np.ascontiguousarray(c, dtype=np.int64)
-        return np.full(length, c, dtype=np.int64)
-    out = np.empty(sum(length for _, length in parts), dtype=np.int64)
+        return np.ascontiguousarray(parts[0][0], dtype=np.int64)
+    out = np.empty(total, dtype=np.int64)
     at = 0
     for c, length in parts:
         out[at:at + length] = c
