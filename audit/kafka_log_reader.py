@@ -87,6 +87,10 @@ class KafkaLogReader:
 
     ``lines`` are the file's text lines; or give ``items`` (``audit.log_layouts`` items, e.g. several
     files chained or merged, with the ``splitter`` that made them) instead."""
+    __slots__ = ("path", "run_id", "sources", "sample_size", "counts", "sample", "_splitter", "_items", "_eras",
+                 "_hints", "_kraft_lines", "_state_change_lines", "_dialect_080", "_epochs", "_isr", "_tps",
+                 "_existing", "_active", "_pending", "_pending_kind", "_awaiting_exception", "_stream", "_parked",
+                 "_minute_ms", "_idents", "_loggers", "_item", "_cid", "_epoch", "_out", "_made_row")
 
     def __init__(self, path: str, lines: Iterable[str] | None, *, run_id: str, sample_size: int = SAMPLE_SIZE,
                  items: Iterable[tuple] | None = None, splitter: LineSplitter | None = None,

@@ -279,6 +279,8 @@ class LineSplitter:
     """Splits the lines of one or more files into items (see the module docstring); ``layouts`` counts
     the log lines read in each layout (``compose+kafka``: Kafka's layout behind a docker-compose prefix)."""
 
+    __slots__ = ("layouts", "_first", "_streams", "_partial", "_prefix_first")
+
     def __init__(self):
         self.layouts: dict[str, int] = {}
         self._first = _kafka
