@@ -491,3 +491,28 @@ def test_format_1_and_2_snapshots_read_and_are_written_again_as_format_3(logged)
         view.to_snapshot(format=4)
     with pytest.raises(ValueError, match="format True"):
         ClusterView.from_snapshot(msgpack.packb([True] + state[1:]))
+
+
+def test_a_view_snapshot_written_before_the_reassignments_field_replays():
+    """A ViewSnapshot taken during a reassignment by a version before the 16th field (the reassignments in
+    progress) holds the first 15 fields; the replay, which writes 16, takes it as the same snapshot."""
+    import msgpack
+
+    from controller.embedding.cluster import Cluster
+    from controller.embedding.replay import replay_records
+    from events.records import ViewSnapshot
+    c = Cluster(seed=2)
+    c.start_brokers([0, 1, 2, 3])
+    c.create_topic("t", 2, 2, assignment=[(0, 1), (1, 2)])
+    c.reassign_partitions({("t", 0): (0, 3)}, at=1_000)   # in progress until broker 3 joins the ISR
+    c.checkpoint()
+    records = list(c.journal.records)
+    i = max(k for k, r in enumerate(records) if type(r) is ViewSnapshot)
+    state = msgpack.unpackb(records[i].state, raw=False)
+    assert len(state) == 16 and state[15]
+    old = records[:i] + [records[i]._replace(state=msgpack.packb(state[:15]))] + records[i + 1:]
+    assert replay_records(records).ok
+    assert replay_records(old).ok
+    wrong = state[:15]
+    wrong[2] += 1   # another time: not the same snapshot
+    assert not replay_records(records[:i] + [records[i]._replace(state=msgpack.packb(wrong))] + records[i + 1:]).ok

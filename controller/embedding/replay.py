@@ -78,7 +78,12 @@ def _same_snapshot(expected: tuple, got: tuple) -> bool:
         return False
     try:
         if t is ViewSnapshot:
-            return ClusterView.from_snapshot(expected.state).to_snapshot() == got.state
+            again = ClusterView.from_snapshot(expected.state).to_snapshot()
+            if again == got.state:
+                return True
+            # A snapshot of before the 16th field (the reassignments in progress) holds what the first 15 hold.
+            old, new = (msgpack.unpackb(x, raw=False, strict_map_key=False) for x in (expected.state, got.state))
+            return len(old) == 15 and len(new) == 16 and msgpack.packb(new[:15]) == again
         return cluster_state(restore_cluster(expected.state, sink=_Discard())) == got.state
     except Exception:   # an unreadable snapshot is a difference, reported as such
         return False
