@@ -4,7 +4,7 @@ A cluster of three brokers has a topic with replication factor 1 and one with 3.
 killed; nothing happens until its ZooKeeper session times out; then the controller moves the
 RF=3 leaders away at once, while the RF=1 partitions on broker 1 end with leader -1 and ISR
 [1] (Kafka never shrinks an ISR of one) and stay offline until broker 1 returns — the story of
-../shared/seeds/004_34d7787fd39b218f.txt. Each phase ends at a known log offset, so the
+seed report 004 (a production incident). Each phase ends at a known log offset, so the
 cluster can be described as it was at the end of each.
 """
 from __future__ import annotations
