@@ -704,6 +704,47 @@ class ControllerContext:
         codes = np.fromiter(map(code, tuples), dtype=np.int32, count=len(tuples))
         return codes[inverse.reshape(-1)]
 
+    def codes_of_row_sets(self, sets: list[np.ndarray]) -> list[np.ndarray]:
+        """``codes_of_rows`` of each matrix of ``sets``, with the pool codes that calling it on one after the
+        other gives (new tuples interned set by set, each set's in the order of its packed keys), in one pass
+        over all their rows."""
+        sizes = [len(m) for m in sets]
+        widths = [np.asarray(m).shape[1] if np.asarray(m).ndim == 2 else 0 for m in sets]
+        width = max(widths, default=0)
+        if sum(sizes) < _ARRAY_MIN or not width or not all(widths):
+            return [self.codes_of_rows(m) for m in sets]
+        top = max(int(np.asarray(m).max()) + 2 for m, n in zip(sets, sizes) if n)
+        bits = max(1, top.bit_length())
+        if bits * width > 62:   # codes_of_rows orders such rows differently: one set at a time
+            return [self.codes_of_rows(m) for m in sets]
+        rows = np.full((sum(sizes), width), -1, dtype=np.int64)
+        at = 0
+        for m, n, w in zip(sets, sizes, widths):
+            rows[at:at + n, :w] = m
+            at += n
+        key = np.zeros(len(rows), dtype=np.int64)
+        for j in range(width):   # as codes_of_rows packs them (padding adds zero digits)
+            key |= (rows[:, j] + 1) << (bits * j)
+        uniq_keys, inverse = factorize(key)
+        seen = np.maximum.accumulate(inverse)
+        first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
+        set_of = np.repeat(np.arange(len(sets)), sizes)[first]
+        uniq = rows[first]
+        keep = uniq >= 0
+        lens = keep.sum(axis=1)
+        rows_list = uniq.tolist()
+        if (keep == (np.arange(width) < lens[:, None])).all():
+            tuples = [tuple(r[:n]) for r, n in zip(rows_list, lens.tolist())]
+        else:
+            tuples = [tuple(x for x in r if x >= 0) for r in rows_list]
+        code = self.pool.code
+        codes = np.empty(len(tuples), dtype=np.int32)
+        for g in np.lexsort((uniq_keys, set_of)).tolist():   # the order the one-by-one calls intern them
+            codes[g] = code(tuples[g])
+        out = codes[inverse]
+        bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
+        return [out[s:e] for s, e in zip(bounds[:-1], bounds[1:])]
+
     # --- partition states -------------------------------------------------------------------
     def partition_state(self, tp: tuple) -> int | None:
         ts = self.topics.get(tp[0])

@@ -474,16 +474,19 @@ class KafkaController(PartitionReassignmentMixin):
         columns = read_columns(topics)
         partitions: list[tuple] = []
         rest: list[str] = []
+        whole: list[str] = []
         for topic in sorted(columns):
             c = columns[topic]
             n = len(c.partitions)
             ts = ctx.topics.get(topic)
             if (n and (ts is None or not len(ts)) and not c.adding.shape[1] and not c.removing.shape[1]
                     and int(c.partitions[-1]) == n - 1 and int(c.partitions[0]) == 0):
-                ctx.set_topic_assignment_codes(topic, ctx.codes_of_rows(c.replicas))
+                whole.append(topic)
                 partitions.extend(zip([topic] * n, range(n)))
             else:
                 rest.append(topic)
+        for topic, codes in zip(whole, ctx.codes_of_row_sets([columns[t].replicas for t in whole])):
+            ctx.set_topic_assignment_codes(topic, codes)
         if rest:
             assignments = self.zk.get_full_replica_assignment_for_topics(rest)
             self._load_assignments(assignments, track_reassignments)
@@ -1128,7 +1131,9 @@ class KafkaController(PartitionReassignmentMixin):
         partition whose leader/ISR changed as a LeaderAndIsrUpdated."""
         ctx = self.context
         if partitions is None and reason is None and self.partition_state_machine.batch_path:
-            # Every partition, topic by topic, as columns (the same reads, no object per partition).
+            # Every partition, topic by topic, as columns (the same reads, no object per partition; the ISRs'
+            # pool codes in one pass).
+            read = []
             for topic, ts in ctx.topics.items():
                 if not len(ts):
                     continue
@@ -1136,9 +1141,11 @@ class KafkaController(PartitionReassignmentMixin):
                 r = self.zk.read_partition_state_columns(topic, parts)
                 ok = r.exists
                 if ok.any():
-                    ctx.put_leadership_arrays(ts, parts[ok], r.leader[ok], r.leader_epoch[ok],
-                                              ctx.codes_of_rows(r.isr[ok]), r.recovery[ok], r.version[ok],
-                                              r.controller_epoch[ok])
+                    read.append((ts, parts, r, ok))
+            isr_codes = ctx.codes_of_row_sets([r.isr[ok] for _, _, r, ok in read])
+            for (ts, parts, r, ok), codes in zip(read, isr_codes):
+                ctx.put_leadership_arrays(ts, parts[ok], r.leader[ok], r.leader_epoch[ok], codes, r.recovery[ok],
+                                          r.version[ok], r.controller_epoch[ok])
             return
         if partitions is None:
             partitions = list(ctx.all_partitions())

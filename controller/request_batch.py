@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from controller.request_entries import EntryTable, Merged, group_codes
+from controller.request_entries import EntryTable, Merged, Parts, group_codes
 from events.columns import STORED_INT_DTYPES, DictColumn, ListColumn, stored_array, stored_int_widths
 from events.records import (
     API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, HEADER_LEN, LEADER_DURING_DELETE, SCHEMA_VERSION,
@@ -451,6 +451,7 @@ class ControllerBrokerRequestBatch:
         order = np.argsort(topic_index.astype(np.int16) if len(topics) < 1 << 15 else topic_index, kind="stable")
         bounds = np.searchsorted(topic_index[order], np.arange(len(topics) + 1))
         um, taken = [], []
+        code_of = np.full(len(topics), -1, dtype=np.int64)
         for t, ts in enumerate(topics):
             rows = order[bounds[t]:bounds[t + 1]]
             if not len(rows):
@@ -459,18 +460,16 @@ class ControllerBrokerRequestBatch:
             if c is not None:
                 um.append(c[0])
                 taken.append(c[1])
+                code_of[t] = c[0][1]
         if not um:
             return
-        cols = _concat(um)
         taken = np.concatenate(taken)
         slot = np.full(len(parts), -1, dtype=np.int64)
         slot[taken] = np.arange(len(taken))
         back = slot[slot >= 0]   # the rows' order again
-        n = len(back)
-
-        def in_row_order(c):
-            return np.broadcast_to(np.asarray(c, dtype=np.int64), (n,))[back]
-        self._um.add_indexed((0, in_row_order(cols[1]), in_row_order(cols[2])), cols[3:], back)
+        kept = taken[back]
+        values = tuple(Parts((c[i], len(c[2])) for c in um) for i in range(3, len(um[0])))
+        self._um.add_indexed((0, code_of[topic_index[kept]], parts[kept]), values, back)
 
     # --- sending ------------------------------------------------------------------------------
     def send_requests_to_brokers(self, controller_epoch: int) -> list[BrokerRequest]:
@@ -738,7 +737,9 @@ class _StoredTable:
         offsets = _list_offsets(n, k)
         if not k:
             return ListColumn(offsets, stored_array((), STORED_INT_DTYPES[0]))
-        return ListColumn(offsets, _frozen(_narrower(matrix[self.merged.row[s:e]].reshape(-1), w)))
+        # Each tuple's k ids as one opaque item: a 1-D gather (several times faster than gathering matrix rows).
+        flat = np.take(matrix, self.merged.row[s:e]).view(STORED_INT_DTYPES[w])
+        return ListColumn(offsets, _frozen(_narrower(flat, w)))
 
     def _tuple_matrix(self, field: str):
         codes = self.merged.values[field]
@@ -750,7 +751,8 @@ class _StoredTable:
             return None
         m = self.pool.matrix()[:, :k][codes]
         w = int(stored_int_widths(m.min(keepdims=True).reshape(1), m.max(keepdims=True).reshape(1))[0])
-        return w, k, m.astype(STORED_INT_DTYPES[w])
+        dtype = STORED_INT_DTYPES[w]
+        return w, k, np.ascontiguousarray(m, dtype=dtype).view(f"V{k * dtype.itemsize}").reshape(-1)
 
     def plain(self, field: str, i: int) -> list:
         """Field ``field`` of group ``i``'s rows, as ints."""

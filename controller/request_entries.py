@@ -209,12 +209,27 @@ class EntryTable:
         return Merged(self.fields, dict(zip(self.key_fields, keys)), row, values, ranges)
 
 
+class Parts:
+    """A column given as consecutive pieces, each (an array or a scalar, its length): joined only when the
+    table is merged (one copy for all of them)."""
+
+    __slots__ = ("pieces", "length")
+
+    def __init__(self, pieces) -> None:
+        self.pieces = list(pieces)
+        self.length = sum(n for _, n in self.pieces)
+
+
 def _length(columns: tuple) -> int:
-    return max((len(c) for c in columns if isinstance(c, np.ndarray) and c.ndim), default=0)
+    return max((c.length if isinstance(c, Parts) else len(c) for c in columns
+                if isinstance(c, Parts) or (isinstance(c, np.ndarray) and c.ndim)), default=0)
 
 
 def _stack(parts: list) -> np.ndarray:
-    """Columns (or scalars, each standing for ``length`` copies) one after the other, as one int64 array."""
+    """Columns (or scalars, each standing for ``length`` copies; or ``Parts``) one after the other, as one int64
+    array."""
+    if any(isinstance(c, Parts) for c, _ in parts):
+        parts = [piece for c, length in parts for piece in (c.pieces if isinstance(c, Parts) else [(c, length)])]
     total = sum(length for _, length in parts)
     scalars = [int(c) for c, _ in parts if not (isinstance(c, np.ndarray) and c.ndim)]
     if len(scalars) == len(parts) and len(set(scalars)) == 1:
