@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 from audit import local_engine
 from audit.checks import FINDING_KINDS, VIOLATION_KINDS, Report, Violation, state_name
-from audit.kafka_text_logs import KafkaLogError, KafkaLogReading, read_kafka_log, run_id_for
+from audit.kafka_text_logs import (
+    KafkaLogError, KafkaLogReading, read_kafka_log, read_kafka_logs, rotation_sets, run_id_for,
+)
 from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_log_rows
 from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
 from audit.spark_session import physical_memory
@@ -64,16 +66,22 @@ class AuditInput:
     reading: KafkaLogReading | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)   # e.g. a torn tail (a crash mid-write), not an error
+    paths: list = field(default_factory=list)        # Kafka files read as this one run: a rotated set, oldest
+    merged: bool = False                             # first; merged by time (a set as a list in the list)
 
     def to_json(self, rows_by_run: dict) -> dict:
         out = {"path": self.path, "type": self.type, "run_id": self.run_id, "bytes": self.bytes,
                "rows": rows_by_run.get(self.run_id, 0)}
         if self.type == EVENT_LOG:
             out["segments"] = len(self.segments)
+        if self.paths:
+            out["files"] = self.paths
+            out["merged"] = self.merged
         r = self.reading
         if r is not None:
             c = r.counts
-            out.update(era=r.era, kraft=r.kraft, is_log4j=r.is_log4j, version_hints=list(r.version_hints),
+            out.update(era=r.era, kraft=r.kraft, is_log4j=r.is_log4j, layouts=r.layouts,
+                       version_hints=list(r.version_hints),
                        lines={"total": c.total, "rows": c.rows, "other": c.other, "continuation": c.continuation,
                               "header": c.header, "not_understood": c.not_understood},
                        not_understood_sample=[{"line": no, "text": text} for no, text in r.not_understood_sample],
@@ -181,8 +189,10 @@ def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
     return [], "does not exist"
 
 
-def resolve_inputs(paths: Iterable[str]) -> tuple[list[AuditInput], list[InputError]]:
-    """The runs named by ``paths`` (see the module docstring), each once, in the order given."""
+def resolve_inputs(paths: Iterable[str], *, merge: bool = False) -> tuple[list[AuditInput], list[InputError]]:
+    """The runs named by ``paths`` (see the module docstring), each once, in the order given. The files of
+    a rotated Kafka log (``state-change.log``, ``.1``, ``.2024-01-01-10``) are one run, oldest first; with
+    ``merge``, every Kafka log file given is one run, merged by timestamp."""
     inputs: list[AuditInput] = []
     errors: list[InputError] = []
     seen: set[str] = set()
@@ -207,6 +217,7 @@ def resolve_inputs(paths: Iterable[str]) -> tuple[list[AuditInput], list[InputEr
                 inputs.append(AuditInput(p, EVENT_LOG, p, size, refs))
             else:
                 inputs.append(AuditInput(p, KAFKA_LOG, run_id_for(p), os.path.getsize(p)))
+    inputs = _kafka_runs(inputs, merge)
     # Kafka files of the same name (two brokers' state-change.log) are different runs.
     names: dict[str, int] = {}
     for i in inputs:
@@ -216,6 +227,34 @@ def resolve_inputs(paths: Iterable[str]) -> tuple[list[AuditInput], list[InputEr
         if i.type == KAFKA_LOG and names[i.run_id] > 1:
             i.run_id = f"kafka-log:{i.path}"
     return inputs, errors
+
+
+def _kafka_runs(inputs: list[AuditInput], merge: bool) -> list[AuditInput]:
+    """Kafka files of one rotated set as one input; with ``merge``, all of them as one."""
+    kafka = [i for i in inputs if i.type == KAFKA_LOG]
+    by_path = {i.path: i for i in kafka}
+    run_of: dict[str, AuditInput] = {}
+    for files in rotation_sets([i.path for i in kafka]):
+        if len(files) > 1:
+            run = AuditInput(files[-1], KAFKA_LOG, run_id_for(files[-1]), sum(by_path[f].bytes for f in files),
+                             paths=list(files))
+            for f in files:
+                run_of[f] = run
+    out: list[AuditInput] = []
+    taken: set[int] = set()
+    for i in inputs:
+        run = run_of.get(i.path, i)
+        if id(run) not in taken:
+            taken.add(id(run))
+            out.append(run)
+    if merge:
+        runs = [i for i in out if i.type == KAFKA_LOG]
+        if len(runs) > 1:
+            whole = AuditInput(runs[0].path, KAFKA_LOG, "kafka-log:merged", sum(i.bytes for i in runs),
+                               paths=[i.paths or i.path for i in runs], merged=True)
+            out = [i for i in out if i.type != KAFKA_LOG]
+            out.append(whole)
+    return out
 
 
 # --- the engines --------------------------------------------------------------------------------------------
@@ -245,7 +284,10 @@ def _read_kafka_logs(inputs: list[AuditInput]) -> list[AuditRow]:
         if i.type != KAFKA_LOG:
             continue
         try:
-            i.reading = read_kafka_log(i.path, run_id=i.run_id)
+            if i.paths:
+                i.reading = read_kafka_logs(i.paths, merge=i.merged, run_id=i.run_id)
+            else:
+                i.reading = read_kafka_log(i.path, run_id=i.run_id)
         except KafkaLogError as exc:
             i.error = exc.reason
             continue
@@ -356,10 +398,10 @@ def _spark_error_text(exc: Exception) -> str:
 
 def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None = None,
               limit: int | None = DEFAULT_LIMIT, spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
-              conf: dict | None = None) -> AuditResult:
+              conf: dict | None = None, merge: bool = False) -> AuditResult:
     """Audit every run named by ``paths``; list at most ``limit`` violations and findings (counts are exact).
     ``master`` and ``conf`` (Spark properties) are for the Spark engine."""
-    inputs, errors = resolve_inputs(paths)
+    inputs, errors = resolve_inputs(paths, merge=merge)
     if master is not None and engine == "auto":
         engine = "spark"  # naming a cluster is asking for it
     chosen, why = choose_engine(engine, sum(i.bytes for i in inputs), spark_threshold)

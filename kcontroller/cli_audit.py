@@ -47,6 +47,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         f"machine's memory, {DEFAULT_SPARK_THRESHOLD / 2**30:.1f} GiB here: the in-process engine "
                         "holds about ten times its input)")
     p.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the summary")
+    p.add_argument("--merge", action="store_true",
+                   help="read every Kafka log file given as one history merged by timestamp (the logs of several "
+                        "brokers of one cluster); a rotated set is always read as one history, oldest first")
     return p
 
 
@@ -96,7 +99,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         conf[key.strip()] = value.strip()
     try:
         result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
-                           spark_threshold=args.spark_threshold, conf=conf)
+                           spark_threshold=args.spark_threshold, conf=conf, merge=args.merge)
     except ImportError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -88,7 +88,11 @@ def by_run_and_kind(items: list) -> dict:
 @needs_real_logs
 def test_every_real_file_is_read_and_audited_as_it_shows():
     result = run_audit([str(REAL_LOGS)], engine="local", limit=None)
-    assert not result.errors and not any(i.error for i in result.inputs)
+    assert not result.errors
+    # The tool outputs and the index are not logs in any layout: input errors, which say so.
+    not_logs = {os.path.basename(i.path) for i in result.inputs if i.error}
+    assert not_logs == NOT_LOGS
+    assert all(i.error.startswith("not a Kafka log: none of its") for i in result.inputs if i.error)
     names = {os.path.basename(i.path) for i in result.inputs}
     assert len(names) == 62 and "INDEX.md" in names   # the 61 files, and the index (not a log: said so)
     violations = by_run_and_kind(result.report.violations)
@@ -99,13 +103,11 @@ def test_every_real_file_is_read_and_audited_as_it_shows():
         got = (dict(violations.get(i.run_id, {})), dict(findings.get(i.run_id, {})))
         assert got == expected, name
     # KRaft files make no rows, and the report says why.
-    kraft = [i for i in result.inputs if i.reading.kraft]
+    kraft = [i for i in result.inputs if i.reading is not None and i.reading.kraft]
     assert len(kraft) == KRAFT_FILES and all(i.reading.rows == [] for i in kraft)
     assert any("KRaft has no controller state machines" in n for n in result.notes)
-    not_logs = {os.path.basename(i.path) for i in result.inputs if not i.reading.is_log4j}
-    assert not_logs == NOT_LOGS
-    # Resets are the only violations: the audit exits 1 on this directory.
-    assert result.exit_status == 1
+    # Resets are the only violations; the files that are not logs make the audit exit 2.
+    assert result.exit_status == 2
     assert result.report.summary["violations_by_kind"]["controller_epoch_reset"] == 5
 
 
@@ -233,3 +235,29 @@ def test_a_torn_tail_is_noted_not_an_error(tmp_path, capsys):
     assert "incomplete" in capsys.readouterr().out
     note, = json.loads((tmp_path / "r.json").read_text())["inputs"][0]["notes"]
     assert "cut short by a crash" in note
+
+
+def test_a_rotated_set_is_one_run_and_merge_reads_brokers_as_one(tmp_path, capsys):
+    base = Path(__file__).parent / "data" / "layouts" / "base.log"
+    lines = base.read_text().splitlines()
+    cut = next(k for k, x in enumerate(lines) if "failed to change state" in x)
+    (tmp_path / "b0").mkdir()
+    (tmp_path / "b1").mkdir()
+    (tmp_path / "b0" / "state-change.log.1").write_text("\n".join(lines[:cut]) + "\n")
+    (tmp_path / "b0" / "state-change.log").write_text("\n".join(lines[cut:]) + "\n")
+    strimzi = Path(__file__).parent / "data" / "layouts" / "strimzi.log"
+    (tmp_path / "b1" / "state-change.log").write_text(strimzi.read_text())
+    whole = run_audit([str(base)], engine="local")
+    one = run_audit([str(tmp_path / "b0")], engine="local")
+    assert [i.paths for i in one.inputs] == [[str(tmp_path / "b0" / "state-change.log.1"),
+                                              str(tmp_path / "b0" / "state-change.log")]]
+    assert one.report.summary["rows"] == whole.report.summary["rows"] and one.exit_status == whole.exit_status
+    assert main(["audit", str(tmp_path / "b0"), str(tmp_path / "b1"), "--merge", "--report",
+                 str(tmp_path / "r.json")]) == whole.exit_status
+    report = json.loads((tmp_path / "r.json").read_text())
+    merged, = report["inputs"]
+    assert merged["merged"] and merged["files"] == [[str(tmp_path / "b0" / "state-change.log.1"),
+                                                     str(tmp_path / "b0" / "state-change.log")],
+                                                    str(tmp_path / "b1" / "state-change.log")]
+    assert merged["rows"] == 2 * whole.report.summary["rows"]
+    assert merged["layouts"] == {"kafka": 13, "strimzi": 13}
