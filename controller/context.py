@@ -377,6 +377,31 @@ class ControllerContext:
                 out.extend((topic, p) for p in np.flatnonzero(contains[view_i32(ts.rcode)]).tolist())
         return out
 
+    def replica_rows_on_brokers(self, broker_ids: Iterable[int]) -> ReplicaRows:
+        """``replicas_on_brokers`` as columns (the same rows in the same order)."""
+        ids = np.fromiter(set(broker_ids), dtype=np.int32)
+        names = list(self.topics)
+        if not len(ids):
+            return ReplicaRows(names, np.zeros(0), np.zeros(0), np.zeros(0))
+        matrix = self.pool.matrix()
+        contains = np.isin(matrix, ids)
+        any_code = contains.any(axis=1)
+        topic, partition, replica = [], [], []
+        for code, ts in enumerate(self.topics.values()):
+            if not len(ts):
+                continue
+            codes = view_i32(ts.rcode)
+            parts = np.flatnonzero(any_code[codes])
+            if not len(parts):
+                continue
+            pi, ci = np.nonzero(contains[codes[parts]])
+            topic.append(np.full(len(pi), code, dtype=np.int32))
+            partition.append(parts[pi])
+            replica.append(matrix[codes[parts[pi]], ci])
+        if not topic:
+            return ReplicaRows(names, np.zeros(0), np.zeros(0), np.zeros(0))
+        return ReplicaRows(names, np.concatenate(topic), np.concatenate(partition), np.concatenate(replica))
+
     def replicas_on_brokers(self, broker_ids: Iterable[int]) -> list[tuple]:
         """(topic, partition, replica) of every replica on those brokers: topics in context order,
         partitions ascending, replicas in assignment order."""
@@ -487,42 +512,43 @@ class ControllerContext:
         the caller then takes the per-partition path."""
         if isinstance(rows, ReplicaRows):
             return self._row_segments(rows)
-        out = []
-        seen: set[str] = set()
-        topics = self.topics
         n = len(rows)
         parts = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=n)
         if n > 1:
             names = np.empty(n, dtype=object)
             names[:] = list(map(itemgetter(0), rows))
-            bounds = np.flatnonzero(names[1:] != names[:-1]) + 1
+            bounds = (np.flatnonzero(names[1:] != names[:-1]) + 1).tolist()
         else:
-            bounds = np.zeros(0, dtype=np.int64)
-        for start, end in zip([0] + bounds.tolist(), bounds.tolist() + [n]):
-            if start >= n:
-                break
-            topic = rows[start][0]
-            ts = topics.get(topic)
-            seg = parts[start:end]
-            if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
-                    or int(np.bincount(seg).max()) > 1):
-                return None
-            seen.add(topic)
-            out.append((ts, seg, start, end))
-        return out
+            bounds = []
+        starts = [0] + bounds if n else []
+        return self._segments([rows[i][0] for i in starts], parts, starts, bounds + [n])
 
     def _row_segments(self, rows: ReplicaRows) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
-        out = []
-        seen: set[str] = set()
-        for topic, start, end in rows.topic_runs():
-            ts = self.topics.get(topic)
-            seg = rows.partition[start:end]
-            if (ts is None or topic in seen or int(seg.min()) < 0 or int(seg.max()) >= len(ts)
-                    or int(np.bincount(seg).max()) > 1):
-                return None
-            seen.add(topic)
-            out.append((ts, seg, start, end))
-        return out
+        runs = rows.topic_runs()
+        return self._segments([t for t, _, _ in runs], rows.partition, [s for _, s, _ in runs],
+                              [e for _, _, e in runs])
+
+    def _segments(self, names: list, parts: np.ndarray, starts: list, ends: list):
+        """``topic_segments`` of runs ``names[i]`` = rows ``starts[i]..ends[i]-1`` of partitions ``parts``: the
+        checks over all runs at once (each run's partitions ascending, the usual case, are distinct)."""
+        topics = self.topics
+        segs = [topics.get(t) for t in names]
+        if not segs:
+            return []
+        if any(ts is None for ts in segs) or len(set(names)) != len(names) or int(parts.min()) < 0:
+            return None
+        at = np.asarray(starts, dtype=np.int64)
+        sizes = np.fromiter(map(len, segs), dtype=np.int64, count=len(segs))
+        if bool((np.maximum.reduceat(parts, at) >= sizes).any()):
+            return None
+        rising = parts[1:] > parts[:-1]
+        rising[at[1:] - 1] = True   # (a run's first row need not follow the previous run's last)
+        if not rising.all():
+            for start, end in zip(starts, ends):
+                seg = parts[start:end]
+                if len(seg) > 1 and int(np.bincount(seg).max()) > 1:
+                    return None
+        return [(ts, parts[s:e], s, e) for ts, s, e in zip(segs, starts, ends)]
 
     def replica_states_array(self, ts: TopicState, parts: np.ndarray, replica: int) -> tuple[np.ndarray, np.ndarray]:
         """(column of ``replica`` in each partition's replica states, -1 if it has none; its state, ABSENT

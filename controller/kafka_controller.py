@@ -656,7 +656,7 @@ class KafkaController(PartitionReassignmentMixin):
         ctx.shutting_down_broker_ids.difference_update(dead_brokers)
         if stopped:
             self._log.info(f"Removed {_ids(stopped)} from list of shutting down brokers.")
-        self.on_replicas_become_offline(ctx.replicas_on_brokers(dead_brokers))
+        self.on_replicas_become_offline(ctx.replica_rows_on_brokers(dead_brokers))
         for b in dead_brokers:
             self.zk.unregister_znode_change_handler(f"{BROKER_IDS_PATH}/{b}")
 

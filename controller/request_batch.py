@@ -547,7 +547,7 @@ class ControllerBrokerRequestBatch:
         live = self.context.live_broker_epochs
         merged = self._lai.merged()
         stored = self._stored(self._lai, merged)
-        leaders = stored.value_array("leader")[1][merged.row] == merged.keys["group"]
+        leaders = np.take(stored.value_array("leader")[1], merged.row) == merged.keys["group"]
         leads = np.add.reduceat(leaders, stored.starts[:-1]).tolist()
         for i, (broker, _, _) in enumerate(merged.groups):
             if broker not in live:
@@ -721,7 +721,7 @@ class _StoredTable:
         """A value field's int column of group ``i``."""
         w, values = self.value_array(field)
         s, e = self.bounds(i)
-        return _frozen(_narrower(values[self.merged.row[s:e]], w))
+        return _frozen(_narrower(np.take(values, self.merged.row[s:e]), w))
 
     def tuples(self, field: str, i: int) -> ListColumn:
         """A value field's int tuple column (pool codes) of group ``i``."""
@@ -731,7 +731,7 @@ class _StoredTable:
         s, e = self.bounds(i)
         n = e - s
         if hit is None:   # tuples of several lengths: this group's entries one by one
-            offsets, flat = _pool_lists(self.pool, self.merged.values[field][self.merged.row[s:e]])
+            offsets, flat = _pool_lists(self.pool, np.take(self.merged.values[field], self.merged.row[s:e]))
             return ListColumn(stored_array(offsets, _I4), _stored_ints(flat))
         w, k, matrix = hit
         offsets = _list_offsets(n, k)
@@ -760,7 +760,7 @@ class _StoredTable:
         c = self.merged.keys.get(field)
         if c is not None:
             return c[s:e].tolist()
-        return self.merged.values[field][self.merged.row[s:e]].tolist()
+        return np.take(self.merged.values[field], self.merged.row[s:e]).tolist()
 
     def topic(self, i: int) -> DictColumn:
         names = self.table.topic_names

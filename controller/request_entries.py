@@ -39,7 +39,7 @@ class Merged:
         return len(self.row)
 
     def column(self, f: str) -> np.ndarray:
-        """Field ``f`` of every merged row (int64)."""
+        """Field ``f`` of every merged row (ints)."""
         c = self.keys.get(f)
         if c is None:
             c = self._gathered.get(f)
@@ -196,9 +196,9 @@ class EntryTable:
                 elif i == 0 and counts is not None:
                     out.append(np.repeat(groups, counts))
                 else:
-                    out.append(k[take])
+                    out.append(np.take(_narrow(k), take))
             keys = out
-            row = row[take]
+            row = np.take(_narrow(row), take)
         if counts is not None:
             bounds = np.concatenate(([0], np.cumsum(counts))).tolist()
             ranges = [(g, s, e) for g, s, e in zip(groups.tolist(), bounds[:-1], bounds[1:]) if e > s]
@@ -218,6 +218,13 @@ class Parts:
     def __init__(self, pieces) -> None:
         self.pieces = list(pieces)
         self.length = sum(n for _, n in self.pieces)
+
+
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """``a`` as int32 when its values fit (a gather of half the bytes), else as it is."""
+    if len(a) and a.dtype == np.int64 and int(a.min()) >= -(1 << 31) and int(a.max()) < 1 << 31:
+        return a.astype(np.int32)
+    return a
 
 
 def _length(columns: tuple) -> int:
