@@ -26,7 +26,7 @@ import numpy as np
 from events.arrays import factorize, from_narrow_bytes, narrow_bytes
 from events.records import EPOCH_DURING_DELETE, NO_EPOCH, NO_LEADER
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
-from statemachines.replica_rows import ReplicaRows
+from statemachines.replica_rows import PartitionRows, ReplicaRows
 from statemachines.states import OFFLINE_PARTITION
 
 ABSENT = 0xFF  # no state recorded (Kafka: key absent from partitionStates)
@@ -450,7 +450,7 @@ class ControllerContext:
     def replicas_for_partition(self, partitions: Iterable[tuple]) -> list[tuple]:
         """(topic, partition, replica) of each partition's replicas, in partition then assignment order (as
         ``ReplicaRows`` for many partitions of known topics)."""
-        if not isinstance(partitions, (list, tuple)):
+        if not isinstance(partitions, (list, tuple, PartitionRows)):
             partitions = list(partitions)
         segments = self.topic_segments(partitions) if len(partitions) >= _ARRAY_MIN else None
         if segments is None:
@@ -510,7 +510,7 @@ class ControllerContext:
         """Split ``(topic, partition[, ...])`` rows into runs of one topic: (columns, partitions, start, end)
         in row order. None when a topic appears in two runs, a partition twice, or a partition is unknown:
         the caller then takes the per-partition path."""
-        if isinstance(rows, ReplicaRows):
+        if isinstance(rows, (ReplicaRows, PartitionRows)):
             return self._row_segments(rows)
         n = len(rows)
         parts = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=n)
@@ -523,7 +523,7 @@ class ControllerContext:
         starts = [0] + bounds if n else []
         return self._segments([rows[i][0] for i in starts], parts, starts, bounds + [n])
 
-    def _row_segments(self, rows: ReplicaRows) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
+    def _row_segments(self, rows) -> list[tuple[TopicState, np.ndarray, int, int]] | None:
         runs = rows.topic_runs()
         return self._segments([t for t, _, _ in runs], rows.partition, [s for _, s, _ in runs],
                               [e for _, _, e in runs])

@@ -51,7 +51,7 @@ from statemachines.partition_state_machine import (
     ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy, PartitionStateMachine,
     PreferredReplicaPartitionLeaderElectionStrategy,
 )
-from statemachines.replica_rows import ReplicaRows
+from statemachines.replica_rows import PartitionRows, ReplicaRows
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
     NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -472,7 +472,6 @@ class KafkaController(PartitionReassignmentMixin):
             self._load_assignments(assignments, track_reassignments)
             return sorted(assignments)
         columns = read_columns(topics)
-        partitions: list[tuple] = []
         rest: list[str] = []
         whole: list[str] = []
         for topic in sorted(columns):
@@ -482,11 +481,15 @@ class KafkaController(PartitionReassignmentMixin):
             if (n and (ts is None or not len(ts)) and not c.adding.shape[1] and not c.removing.shape[1]
                     and int(c.partitions[-1]) == n - 1 and int(c.partitions[0]) == 0):
                 whole.append(topic)
-                partitions.extend(zip([topic] * n, range(n)))
             else:
                 rest.append(topic)
         for topic, codes in zip(whole, ctx.codes_of_row_sets([columns[t].replicas for t in whole])):
             ctx.set_topic_assignment_codes(topic, codes)
+        if not rest and whole:   # every topic read whole: its partitions as columns, not a tuple each
+            sizes = [len(columns[t].partitions) for t in whole]
+            starts = np.repeat(np.cumsum([0] + sizes[:-1]), sizes)
+            return PartitionRows(whole, np.repeat(np.arange(len(whole)), sizes), np.arange(sum(sizes)) - starts)
+        partitions: list[tuple] = [(t, p) for t in whole for p in range(len(columns[t].partitions))]
         if rest:
             assignments = self.zk.get_full_replica_assignment_for_topics(rest)
             self._load_assignments(assignments, track_reassignments)

@@ -27,6 +27,7 @@ from statemachines.partition_batch import (
 from statemachines.leader_and_isr import (
     INITIAL_LEADER_EPOCH, INITIAL_PARTITION_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition,
 )
+from statemachines.replica_rows import PartitionRows
 from statemachines.states import (
     NEW_PARTITION, NON_EXISTENT_PARTITION, OFFLINE_PARTITION, ONLINE_PARTITION, PARTITION_BY_BYTE,
     VALID_PREVIOUS_PARTITION_BYTES,
@@ -155,8 +156,9 @@ class PartitionStateMachine:
     # --- transitions ----------------------------------------------------------------------------
     def handle_state_changes(self, partitions: Iterable[tuple], target_state: int, strategy=None) -> dict:
         """Returns tp -> LeaderAndIsr (elections) / None (other successes) / Exception, for the partitions tried."""
-        partitions = list(partitions)
-        if not partitions:
+        if not isinstance(partitions, (list, PartitionRows)):
+            partitions = list(partitions)
+        if not len(partitions):
             return {}
         try:
             self.batch.new_batch()

@@ -77,3 +77,44 @@ class ReplicaRows(Sequence):
         ends = bounds + [n]
         codes = self.topic[starts].tolist()
         return [(self.names[c], s, e) for c, s, e in zip(codes, starts, ends)]
+
+
+class PartitionRows(Sequence):
+    """Rows ``(names[topic[i]], partition[i])``, in row order: many partitions (a creation's) as columns, read as
+    a sequence of (topic, partition) tuples built on first use."""
+
+    __slots__ = ("names", "topic", "partition", "_tuples")
+
+    def __init__(self, names: Sequence[str], topic: np.ndarray, partition: np.ndarray):
+        self.names = list(names)
+        self.topic = np.asarray(topic, dtype=np.int32)
+        self.partition = np.asarray(partition, dtype=np.int64)
+        self._tuples: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+    def tuples(self) -> list[tuple]:
+        if self._tuples is None:
+            names = np.empty(len(self.names), dtype=object)
+            names[:] = self.names
+            self._tuples = list(zip(names[self.topic].tolist(), self.partition.tolist()))
+        return self._tuples
+
+    def __getitem__(self, i):
+        return self.tuples()[i]
+
+    def __iter__(self):
+        return iter(self.tuples())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (PartitionRows, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"PartitionRows({len(self)} rows, {len(self.names)} topics)"
+
+    topic_runs = ReplicaRows.topic_runs
