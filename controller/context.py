@@ -33,6 +33,8 @@ ABSENT = 0xFF  # no state recorded (Kafka: key absent from partitionStates)
 _EMPTY = ()
 EMPTY_CODE = 0  # the pool's code of ()
 _ARRAY_MIN = 64  # partitions from which per-partition loops over columns become array work
+_POSITIONS_MAX_ID, _POSITIONS_MAX = 1 << 12, 1 << 26   # the largest id and size of TuplePool.positions()
+_HASH_MIN = 1 << 17  # rows from which codes_of_row_sets finds distinct rows by hashing rather than sorting
 
 
 class TuplePool:
@@ -42,7 +44,7 @@ class TuplePool:
     padded with -1; it is extended as the pool grows, so per-code masks cost O(distinct tuples).
     """
 
-    __slots__ = ("tuples", "codes", "_matrix", "_rows", "_lengths")
+    __slots__ = ("tuples", "codes", "_matrix", "_rows", "_lengths", "_positions", "_position_rows")
 
     def __init__(self) -> None:
         self.tuples: list[tuple] = [_EMPTY]
@@ -50,6 +52,8 @@ class TuplePool:
         self._matrix = np.full((16, 1), -1, dtype=np.int32)
         self._rows = 1
         self._lengths: np.ndarray | None = None
+        self._positions: np.ndarray | None = None
+        self._position_rows = 0
 
     def __len__(self) -> int:
         return len(self.tuples)
@@ -88,6 +92,34 @@ class TuplePool:
         if self._lengths is None or len(self._lengths) != len(m):
             self._lengths = (m >= 0).sum(axis=1, dtype=np.int32)
         return self._lengths
+
+    def positions(self) -> np.ndarray | None:
+        """int8 (len(self), ids): ``[c, r]`` the index of id ``r`` in the tuple of code ``c`` (its first
+        place), -1 where absent; extended as the pool grows. None where the ids are too large or the tuples
+        too long for such a table (callers then search the matrix)."""
+        m = self.matrix()
+        n = len(m)
+        table = self._positions
+        if table is not None and self._position_rows == n:
+            return table[:n]
+        top = int(m.max()) + 1 if m.size else 1
+        if m.shape[1] > 127 or top > _POSITIONS_MAX_ID or n * max(top, 1) > _POSITIONS_MAX:
+            return None
+        start = self._position_rows
+        if table is None or top > table.shape[1] or n > table.shape[0]:
+            grown = np.full((max(n, 2 * (0 if table is None else table.shape[0]), 16),
+                             max(top, 0 if table is None else table.shape[1])), -1, dtype=np.int8)
+            if table is not None:
+                grown[:start, :table.shape[1]] = table[:start]
+            table = grown
+        new = m[start:n]
+        rows = np.arange(start, n)
+        for j in range(new.shape[1] - 1, -1, -1):   # the first place of an id wins
+            ids = new[:, j]
+            ok = ids >= 0
+            table[rows[ok], ids[ok]] = j
+        self._positions, self._position_rows = table, n
+        return table[:n]
 
     def contains_any(self, broker_ids: Iterable[int]) -> np.ndarray:
         """bool (len(self),): does the tuple of each code hold any of ``broker_ids``?"""
@@ -751,9 +783,13 @@ class ControllerContext:
         key = np.zeros(len(rows), dtype=np.int64)
         for j in range(width):   # as codes_of_rows packs them (padding adds zero digits)
             key |= (rows[:, j] + 1) << (bits * j)
-        uniq_keys, inverse = factorize(key)
-        seen = np.maximum.accumulate(inverse)
-        first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
+        if len(key) < _HASH_MIN:   # a sort is cheaper than building an Arrow array
+            uniq_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            inverse = inverse.reshape(-1)
+        else:
+            uniq_keys, inverse = factorize(key)
+            seen = np.maximum.accumulate(inverse)
+            first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
         set_of = np.repeat(np.arange(len(sets)), sizes)[first]
         uniq = rows[first]
         keep = uniq >= 0
@@ -763,10 +799,10 @@ class ControllerContext:
             tuples = [tuple(r[:n]) for r, n in zip(rows_list, lens.tolist())]
         else:
             tuples = [tuple(x for x in r if x >= 0) for r in rows_list]
-        code = self.pool.code
+        order = np.lexsort((uniq_keys, set_of))   # the order the one-by-one calls intern them
         codes = np.empty(len(tuples), dtype=np.int32)
-        for g in np.lexsort((uniq_keys, set_of)).tolist():   # the order the one-by-one calls intern them
-            codes[g] = code(tuples[g])
+        codes[order] = np.fromiter(map(self.pool.code, map(tuples.__getitem__, order.tolist())), dtype=np.int32,
+                                   count=len(order))
         out = codes[inverse]
         bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
         return [out[s:e] for s, e in zip(bounds[:-1], bounds[1:])]
@@ -917,9 +953,24 @@ class ControllerContext:
         """For partitions ``parts`` of one topic: the column of ``replica`` (an int, or an array: one per
         row) in each row of replica states, -1 where it has none (the batch form of the lookup in
         ``replica_state``)."""
-        rows = self.pool.matrix()[view_i32(ts.ridcode)[parts]]
-        hit = rows == (np.asarray(replica)[:, None] if np.ndim(replica) else replica)
-        return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+        codes = view_i32(ts.ridcode)[parts]
+        table = self.pool.positions()
+        if table is None:
+            rows = self.pool.matrix()[codes]
+            hit = rows == (np.asarray(replica)[:, None] if np.ndim(replica) else replica)
+            return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+        width = table.shape[1]
+        if not np.ndim(replica):
+            if 0 <= replica < width:
+                return table[:, replica][codes].astype(np.int64)
+            return np.full(len(codes), -1, dtype=np.int64)
+        replica = np.asarray(replica)
+        ok = (replica >= 0) & (replica < width)
+        if ok.all():
+            return table[codes, replica].astype(np.int64)
+        out = np.full(len(codes), -1, dtype=np.int64)
+        out[ok] = table[codes[ok], replica[ok]]
+        return out
 
     def partition_replica_states(self, tp: tuple) -> dict[int, int]:
         """replica -> state of every replica of the partition that has one, in the order they got it."""

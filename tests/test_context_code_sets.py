@@ -5,6 +5,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller import context as context_module
 from controller.context import ControllerContext
 
 _row = st.lists(st.integers(0, 40), max_size=4, unique=True)
@@ -13,8 +14,17 @@ _set = st.integers(1, 4).flatmap(lambda w: st.lists(_row.map(lambda r: r[:w]), m
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_row, max_size=5), st.lists(_set, max_size=6))
-def test_codes_of_row_sets_are_the_one_by_one_codes(interned, sets):
+@given(st.lists(_row, max_size=5), st.lists(_set, max_size=6), st.booleans())
+def test_codes_of_row_sets_are_the_one_by_one_codes(interned, sets, hashed):
+    saved = context_module._HASH_MIN
+    context_module._HASH_MIN = 0 if hashed else saved   # distinct rows by hashing (as for many rows) or sorting
+    try:
+        _check(interned, sets)
+    finally:
+        context_module._HASH_MIN = saved
+
+
+def _check(interned, sets):
     one, many = ControllerContext(), ControllerContext()
     for ctx in (one, many):
         for t in interned:   # tuples the pool holds already
@@ -23,3 +33,23 @@ def test_codes_of_row_sets_are_the_one_by_one_codes(interned, sets):
     got = many.codes_of_row_sets(sets)
     assert [e.tolist() for e in expected] == [g.tolist() for g in got]
     assert one.pool.tuples == many.pool.tuples
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.lists(st.integers(0, 40), max_size=4), max_size=6), min_size=1, max_size=4),
+       st.data())
+def test_pool_positions_find_each_id_where_the_matrix_search_does(batches, data):
+    """The position table, extended as the pool grows (wider for larger ids), against the matrix search."""
+    ctx = ControllerContext()
+    pool = ctx.pool
+    for batch in batches:
+        for t in batch:
+            pool.code(tuple(t))
+        table = pool.positions()
+        m = pool.matrix()
+        for code in range(len(pool)):
+            for r in range(45):   # (broker ids: never negative)
+                hit = np.flatnonzero(m[code] == r)
+                want = int(hit[0]) if len(hit) else -1
+                got = int(table[code, r]) if 0 <= r < table.shape[1] else -1
+                assert got == want
