@@ -18,6 +18,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator
 
+from itertools import repeat
 from operator import itemgetter
 
 import msgpack
@@ -406,7 +407,7 @@ class ControllerContext:
         contains = self.pool.contains_any((broker_id,))
         for topic, ts in self.topics.items():
             if len(ts):
-                out.extend((topic, p) for p in np.flatnonzero(contains[view_i32(ts.rcode)]).tolist())
+                out.extend(zip(repeat(topic), np.flatnonzero(contains[view_i32(ts.rcode)]).tolist()))
         return out
 
     def replica_rows_on_brokers(self, broker_ids: Iterable[int]) -> ReplicaRows:
@@ -882,7 +883,7 @@ class ControllerContext:
         out = []
         for t, ts in topics:
             if len(ts):
-                out.extend((t, p) for p in np.flatnonzero(np.isin(view_u8(ts.pstate), wanted)).tolist())
+                out.extend(zip(repeat(t), np.flatnonzero(np.isin(view_u8(ts.pstate), wanted)).tolist()))
         return out
 
     # --- replica states ---------------------------------------------------------------------
@@ -1132,7 +1133,7 @@ class ControllerContext:
         out = []
         for t, ts in self.topics.items():
             if t not in self.topics_to_be_deleted and len(ts):
-                out.extend((t, p) for p in np.flatnonzero(view_i32(ts.leader_epoch) != NO_EPOCH).tolist())
+                out.extend(zip(repeat(t), np.flatnonzero(view_i32(ts.leader_epoch) != NO_EPOCH).tolist()))
         return out
 
     def partitions_with_offline_leader(self) -> list[tuple]:
@@ -1150,7 +1151,7 @@ class ControllerContext:
                     s = offline_dirs.get(leader[p])
                     if s and (t, p) in s:
                         online[p] = False
-            out.extend((t, p) for p in np.flatnonzero((view_i32(ts.leader_epoch) != NO_EPOCH) & ~online).tolist())
+            out.extend(zip(repeat(t), np.flatnonzero((view_i32(ts.leader_epoch) != NO_EPOCH) & ~online).tolist()))
         return out
 
     def partition_leaders_on_broker(self, broker_id: int) -> list[tuple]:
@@ -1161,7 +1162,7 @@ class ControllerContext:
                 continue
             mask = ((view_i32(ts.leader) == broker_id) & (view_i32(ts.leader_epoch) != NO_EPOCH)
                     & (lengths[view_i32(ts.rcode)] > 1))
-            out.extend((t, p) for p in np.flatnonzero(mask).tolist())
+            out.extend(zip(repeat(t), np.flatnonzero(mask).tolist()))
         return out
 
     def partition_with_leaders_count(self) -> int:

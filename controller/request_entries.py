@@ -275,8 +275,8 @@ def _distinct_entries(gcode: np.ndarray, groups: int, topic: np.ndarray, partiti
         return True
     span = int(partition.max()) + 1
     size = groups * max(topics, 1) * span
-    if int(partition.min()) < 0 or size > max(_BITMAP_MAX, 4 * n):
-        return False
+    if int(partition.min()) < 0 or size > min(_BITMAP_MAX, max(1 << 20, 16 * n)):
+        return False   # (a bitmap much larger than the entries costs more than the caller's sort)
     seen = np.zeros(size, dtype=bool)
     seen[(gcode * max(topics, 1) + topic) * span + partition] = True
     return int(np.count_nonzero(seen)) == n

@@ -142,8 +142,9 @@ class PartitionStateMachine:
     def trigger_online_partition_state_change(self, topic: str | None = None) -> dict:
         """Elect leaders for every Offline or New partition (of one topic), topics being deleted excepted."""
         ctx = self.context
-        partitions = [tp for tp in ctx.partitions_in_states((OFFLINE_PARTITION, NEW_PARTITION), topic)
-                      if not ctx.is_topic_queued_up_for_deletion(tp[0])]
+        partitions = ctx.partitions_in_states((OFFLINE_PARTITION, NEW_PARTITION), topic)
+        if ctx.topics_to_be_deleted:
+            partitions = [tp for tp in partitions if not ctx.is_topic_queued_up_for_deletion(tp[0])]
         return self.handle_state_changes(partitions, ONLINE_PARTITION, OfflinePartitionLeaderElectionStrategy(False))
 
     def unclean_leader_election_enabled(self, topic: str) -> bool:
@@ -182,14 +183,20 @@ class PartitionStateMachine:
                 return done
         results: dict = {}
         valid_prev = VALID_PREVIOUS_PARTITION_BYTES[target]
-        valid: list[tuple] = []
-        current: dict[tuple, int] = {}
-        for tp, cur in zip(partitions, ctx.partition_states_or_init(partitions, NON_EXISTENT_PARTITION)):
-            if cur in valid_prev:
-                valid.append(tp)
-                current[tp] = cur
-            else:
-                results[tp] = self._log_invalid_transition(tp, cur, target)
+        states = ctx.partition_states_or_init(partitions, NON_EXISTENT_PARTITION)
+        distinct_states = set(states)
+        if distinct_states.issubset(valid_prev):   # every move valid (the usual case): no loop to sort them
+            valid = partitions
+            current = dict(zip(partitions, states))
+        else:
+            valid: list[tuple] = []
+            current: dict[tuple, int] = {}
+            for tp, cur in zip(partitions, states):
+                if cur in valid_prev:
+                    valid.append(tp)
+                    current[tp] = cur
+                else:
+                    results[tp] = self._log_invalid_transition(tp, cur, target)
 
         # Per-partition lines are built only when someone will read them (the records hold them anyway).
         trace = self.trace_transitions and self._log.is_enabled_for(logging.DEBUG)
@@ -204,8 +211,11 @@ class PartitionStateMachine:
             ctx.put_partition_states(valid, NEW_PARTITION)
             results.update(dict.fromkeys(valid))
         elif target == ONLINE_PARTITION:
-            uninitialized = [tp for tp in valid if current[tp] == NEW_PARTITION]
-            to_elect = [tp for tp in valid if current[tp] != NEW_PARTITION]
+            if NEW_PARTITION not in distinct_states:
+                uninitialized, to_elect = [], list(valid)
+            else:
+                uninitialized = [tp for tp in valid if current[tp] == NEW_PARTITION]
+                to_elect = [tp for tp in valid if current[tp] != NEW_PARTITION]
             if uninitialized:
                 initialized = self._initialize_leader_and_isr_for_partitions(uninitialized)
                 done = [tp for tp, lai in initialized.items() if not isinstance(lai, Exception)]
