@@ -36,6 +36,9 @@ EMPTY_CODE = 0  # the pool's code of ()
 _ARRAY_MIN = 64  # partitions from which per-partition loops over columns become array work
 _POSITIONS_MAX_ID, _POSITIONS_MAX = 1 << 12, 1 << 26   # the largest id and size of TuplePool.positions()
 _HASH_MIN = 1 << 17  # rows from which codes_of_row_sets finds distinct rows by hashing rather than sorting
+# codes_of_row_sets addresses distinct rows directly (a table over every possible packed row) where that table
+# has at most _DIRECT_MAX slots and not many more than the rows (8 per row, and _DIRECT_SLACK)
+_DIRECT_MAX, _DIRECT_SLACK = 1 << 22, 1 << 16
 
 
 class TuplePool:
@@ -776,23 +779,33 @@ class ControllerContext:
         bits = max(1, top.bit_length())
         if bits * width > 62:   # codes_of_rows orders such rows differently: one set at a time
             return [self.codes_of_rows(m) for m in sets]
-        rows = np.full((sum(sizes), width), -1, dtype=np.int64)
+        total = sum(sizes)
+        key = np.zeros(total, dtype=np.int64)
         at = 0
-        for m, n, w in zip(sets, sizes, widths):
-            rows[at:at + n, :w] = m
+        for m, n, w in zip(sets, sizes, widths):   # each row packed as codes_of_rows packs it (padding: zero digits)
+            m = np.asarray(m)
+            for j in range(w):
+                key[at:at + n] |= (m[:, j].astype(np.int64) + 1) << (bits * j)
             at += n
-        key = np.zeros(len(rows), dtype=np.int64)
-        for j in range(width):   # as codes_of_rows packs them (padding adds zero digits)
-            key |= (rows[:, j] + 1) << (bits * j)
-        if len(key) < _HASH_MIN:   # a sort is cheaper than building an Arrow array
-            uniq_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-            inverse = inverse.reshape(-1)
+        set_id = np.repeat(np.arange(len(sets)), sizes)
+        span = 1 << (bits * width)
+        if span <= min(_DIRECT_MAX, 8 * total + _DIRECT_SLACK):   # few possible rows: found by address
+            present = np.zeros(span, dtype=bool)
+            present[key] = True
+            uniq_keys = np.flatnonzero(present)
+            inverse = (np.cumsum(present, dtype=np.int32) - 1)[key]
+            set_of = np.full(len(uniq_keys), len(sets), dtype=np.int64)
+            np.minimum.at(set_of, inverse, set_id)   # the first set holding each
         else:
-            uniq_keys, inverse = factorize(key)
-            seen = np.maximum.accumulate(inverse)
-            first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
-        set_of = np.repeat(np.arange(len(sets)), sizes)[first]
-        uniq = rows[first]
+            if total < _HASH_MIN:   # a sort is cheaper than building an Arrow array
+                uniq_keys, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+                inverse = inverse.reshape(-1)
+            else:
+                uniq_keys, inverse = factorize(key)
+                seen = np.maximum.accumulate(inverse)
+                first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
+            set_of = set_id[first]
+        uniq = ((uniq_keys[:, None] >> (bits * np.arange(width))) & ((1 << bits) - 1)) - 1   # the rows again
         keep = uniq >= 0
         lens = keep.sum(axis=1)
         rows_list = uniq.tolist()

@@ -1143,7 +1143,9 @@ class KafkaController(PartitionReassignmentMixin):
                 parts = np.arange(len(ts))
                 r = self.zk.read_partition_state_columns(topic, parts)
                 ok = r.exists
-                if ok.any():
+                if ok.all():
+                    read.append((ts, parts, r, slice(None)))   # (no copies of the columns)
+                elif ok.any():
                     read.append((ts, parts, r, ok))
             isr_codes = ctx.codes_of_row_sets([r.isr[ok] for _, _, r, ok in read])
             for (ts, parts, r, ok), codes in zip(read, isr_codes):

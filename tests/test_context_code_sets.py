@@ -14,14 +14,16 @@ _set = st.integers(1, 4).flatmap(lambda w: st.lists(_row.map(lambda r: r[:w]), m
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(_row, max_size=5), st.lists(_set, max_size=6), st.booleans())
-def test_codes_of_row_sets_are_the_one_by_one_codes(interned, sets, hashed):
-    saved = context_module._HASH_MIN
-    context_module._HASH_MIN = 0 if hashed else saved   # distinct rows by hashing (as for many rows) or sorting
+@given(st.lists(_row, max_size=5), st.lists(_set, max_size=6), st.sampled_from(["sort", "hash", "direct"]))
+def test_codes_of_row_sets_are_the_one_by_one_codes(interned, sets, how):
+    saved = context_module._HASH_MIN, context_module._DIRECT_MAX, context_module._DIRECT_SLACK
+    # distinct rows by sorting (few rows), hashing (many rows) or a table of every possible row (few ids)
+    context_module._HASH_MIN = 0 if how == "hash" else saved[0]
+    context_module._DIRECT_MAX, context_module._DIRECT_SLACK = (1 << 24, 1 << 24) if how == "direct" else (0, 0)
     try:
         _check(interned, sets)
     finally:
-        context_module._HASH_MIN = saved
+        context_module._HASH_MIN, context_module._DIRECT_MAX, context_module._DIRECT_SLACK = saved
 
 
 def _check(interned, sets):
