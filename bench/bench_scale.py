@@ -1023,11 +1023,16 @@ def goal_replay(args, work: str) -> None:
         base_t, seen = best_of(args.repeat, lambda: baseline_replay(log_dir))
         extra.append(f"baseline {seen / base_t:,.0f} records/s")
     if ours_side:
-        with GcWatch() as collector:
-            t0 = time.perf_counter()
-            result = replay_log(log_dir)
-            ours_t = time.perf_counter() - t0
-        extra.append(f"ours {records / ours_t:,.0f} records/s ({'same records' if result.ok else result.divergence}, "
+        runs = []
+        for _ in range(args.repeat):   # best of N, as the baseline's (a replay takes 1-2 s: the VM's noise shows)
+            gc.collect()
+            with GcWatch() as collector:
+                t0 = time.perf_counter()
+                result = replay_log(log_dir)
+                runs.append(time.perf_counter() - t0)
+        ours_t = min(runs)
+        extra.append(f"ours {records / ours_t:,.0f} records/s, best of {len(runs)} (runs "
+                     f"{', '.join(f'{t:.2f}' for t in runs)} s; {'same records' if result.ok else result.divergence}, "
                      f"{result.inputs} inputs), gc {collector.seconds:.2f} s")
     shutil.rmtree(log_dir, ignore_errors=True)
     report("replay", f"replay of a {n:,}-partition run", ours_t, base_t, ">= 1,000,000 records/s",
