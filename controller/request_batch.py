@@ -504,7 +504,9 @@ class ControllerBrokerRequestBatch:
         fields = table.fields[3:]
         keys = stored.merged.keys
         if n >= COLUMN_MIN:
-            columns = [_stored_lead(lead, n), stored.topic(i), stored.ints("partition", i)]
+            # (a request's lead is its broker, the group, or the UpdateMetadata brokers)
+            lead_column = _stored_lead(lead, n) if isinstance(lead, tuple) else stored.ints("group", i)
+            columns = [lead_column, stored.topic(i), stored.ints("partition", i)]
             for f in fields:
                 if f in _TUPLE_FIELDS:
                     columns.append(stored.tuples(f, i))
@@ -678,6 +680,8 @@ class _StoredTable:
         self._cast: dict = {}                                  # key field -> {width: the column in that dtype}
         self._values: dict = {}                                # value field -> (width, the values in that dtype)
         self._lists: dict = {}                                 # tuple field -> (width, k, matrix) or None
+        self._grouped: dict = {}                               # value column -> (widths per group, casts, width)
+        self._offsets: dict = {}                               # k -> the offsets of the longest group's k-tuples
         self._topics = None
 
     def bounds(self, i: int) -> tuple[int, int]:
@@ -719,9 +723,32 @@ class _StoredTable:
 
     def value_ints(self, field: str, i: int) -> np.ndarray:
         """A value field's int column of group ``i``."""
-        w, values = self.value_array(field)
+        def whole():
+            w, values = self.value_array(field)
+            return np.take(values, self.merged.row), w
+        return self._group_slice(field, whole, i)
+
+    def _group_slice(self, name: str, make, i: int, scale: int = 1) -> np.ndarray:
+        """Group ``i``'s part of a column ``make()`` gives for every row at once — (the column, in the stored
+        width ``w`` that holds all of it; ``w``) with ``scale`` values per row —, in the narrowest stored
+        width that holds the group's values: each group's width from one reduce pass over the column, the
+        column cast once per width some group needs."""
+        hit = self._grouped.get(name)
+        if hit is None:
+            whole, w = make()
+            widths = None
+            if w:
+                at = self.starts[:-1] * scale
+                widths = stored_int_widths(np.minimum.reduceat(whole, at), np.maximum.reduceat(whole, at))
+            hit = self._grouped[name] = (widths, {w: _frozen(whole)}, w)
+        widths, casts, w = hit
+        if widths is not None:
+            w = int(widths[i])
+        column = casts.get(w)
+        if column is None:
+            column = casts[w] = _frozen(next(iter(casts.values())).astype(STORED_INT_DTYPES[w]))
         s, e = self.bounds(i)
-        return _frozen(_narrower(np.take(values, self.merged.row[s:e]), w))
+        return column[s * scale:e * scale]
 
     def tuples(self, field: str, i: int) -> ListColumn:
         """A value field's int tuple column (pool codes) of group ``i``."""
@@ -734,12 +761,16 @@ class _StoredTable:
             offsets, flat = _pool_lists(self.pool, np.take(self.merged.values[field], self.merged.row[s:e]))
             return ListColumn(stored_array(offsets, _I4), _stored_ints(flat))
         w, k, matrix = hit
-        offsets = _list_offsets(n, k)
         if not k:
-            return ListColumn(offsets, stored_array((), STORED_INT_DTYPES[0]))
-        # Each tuple's k ids as one opaque item: a 1-D gather (several times faster than gathering matrix rows).
-        flat = np.take(matrix, self.merged.row[s:e]).view(STORED_INT_DTYPES[w])
-        return ListColumn(offsets, _frozen(_narrower(flat, w)))
+            return ListColumn(_list_offsets(n, 0), stored_array((), STORED_INT_DTYPES[0]))
+        offsets = self._offsets.get(k)
+        if offsets is None or len(offsets) <= n:
+            offsets = self._offsets[k] = _list_offsets(int(np.diff(self.starts).max()), k)
+
+        def whole():
+            # Each tuple's k ids as one opaque item: a 1-D gather (several times faster than gathering rows).
+            return np.take(matrix, self.merged.row).view(STORED_INT_DTYPES[w]), w
+        return ListColumn(offsets[:n + 1], self._group_slice(field + "/values", whole, i, k))
 
     def _tuple_matrix(self, field: str):
         codes = self.merged.values[field]
@@ -783,15 +814,6 @@ class _StoredTable:
         present, codes = self._topics
         s, e = self.bounds(i)
         return DictColumn(tuple(names[t] for t in np.flatnonzero(present[i]).tolist()), codes[s:e])
-
-
-def _narrower(a: np.ndarray, w: int) -> np.ndarray:
-    """``a`` (of stored width ``w``) in the narrowest stored dtype that holds its values."""
-    if w and len(a):
-        n = int(stored_int_widths(a.min(keepdims=True), a.max(keepdims=True))[0])
-        if n < w:
-            return a.astype(STORED_INT_DTYPES[n])
-    return a
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
