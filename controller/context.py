@@ -739,7 +739,14 @@ class ControllerContext:
         return [tuples[c] for c in self.codes_of_rows(rows).tolist()]
 
     def codes_of_rows(self, rows: np.ndarray) -> np.ndarray:
-        """Pool codes of the tuples in a -1 padded int32 matrix (each distinct row interned once)."""
+        """Pool codes of the tuples in a -1 padded int32 matrix (each distinct row interned once, in the order
+        of their packed keys)."""
+        rows = np.asarray(rows)
+        if rows.ndim == 2 and len(rows) >= _ARRAY_MIN and rows.shape[1]:
+            return self.codes_of_row_sets([rows])[0]
+        return self._codes_of_rows(rows)
+
+    def _codes_of_rows(self, rows: np.ndarray) -> np.ndarray:
         if not len(rows):
             return np.zeros(0, dtype=np.int32)
         rows = np.asarray(rows)
@@ -774,11 +781,11 @@ class ControllerContext:
         widths = [np.asarray(m).shape[1] if np.asarray(m).ndim == 2 else 0 for m in sets]
         width = max(widths, default=0)
         if sum(sizes) < _ARRAY_MIN or not width or not all(widths):
-            return [self.codes_of_rows(m) for m in sets]
+            return [self._codes_of_rows(m) for m in sets]
         top = max(int(np.asarray(m).max()) + 2 for m, n in zip(sets, sizes) if n)
         bits = max(1, top.bit_length())
         if bits * width > 62:   # codes_of_rows orders such rows differently: one set at a time
-            return [self.codes_of_rows(m) for m in sets]
+            return [self._codes_of_rows(m) for m in sets]
         total = sum(sizes)
         key = np.zeros(total, dtype=np.int64)
         at = 0

@@ -1,4 +1,5 @@
-"""ControllerContext.codes_of_row_sets: the pool codes that codes_of_rows gives called set after set."""
+"""ControllerContext.codes_of_row_sets (and codes_of_rows, which uses it): the pool codes that the reference
+codes_of_rows gives called set after set."""
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,13 @@ def _check(interned, sets):
     for ctx in (one, many):
         for t in interned:   # tuples the pool holds already
             ctx.pool.code(tuple(t))
-    expected = [one.codes_of_rows(m) for m in sets]
+    expected = [one._codes_of_rows(m) for m in sets]   # the one-by-one reference (sorted packed keys)
     got = many.codes_of_row_sets(sets)
+    each = ControllerContext()
+    for t in interned:
+        each.pool.code(tuple(t))
+    assert [each.codes_of_rows(m).tolist() for m in sets] == [e.tolist() for e in expected]
+    assert each.pool.tuples == one.pool.tuples
     assert [e.tolist() for e in expected] == [g.tolist() for g in got]
     assert one.pool.tuples == many.pool.tuples
 
