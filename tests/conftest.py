@@ -26,6 +26,19 @@ from statemachines.partition_state_machine import PartitionStateMachine
 from statemachines.replica_state_machine import ReplicaStateMachine
 
 
+@pytest.fixture(scope="module")
+def quiet_engine_logs():
+    """The engine logs every step: nothing below CRITICAL while a module's runs go (loggers not cached), then
+    structlog put back as it was. A module takes it with ``pytestmark = pytest.mark.usefixtures(...)``."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
+                        cache_logger_on_first_use=False)
+    try:
+        yield
+    finally:
+        structlog.configure(**saved)
+
+
 class ScriptedStore(InMemoryPartitionStateStore):
     """InMemoryPartitionStateStore whose calls are recorded and may be hooked.
 

@@ -9,13 +9,11 @@ the synthetic builders below. test_audit_differential.py reuses all of them.
 """
 from __future__ import annotations
 
-import logging
 import os
 import random
 from collections import Counter
 
 import pytest
-import structlog
 
 from audit import checks
 from audit.checks import Violation, format_violation, sort_key
@@ -39,16 +37,7 @@ UNCLEAN = "unclean.leader.election.enable"
 REFUSED = (ClusterError, AdminError)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def quiet_engine_logs():
-    """The engine logs every step; log nothing below CRITICAL while these runs go (structlog put back after)."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
+pytestmark = pytest.mark.usefixtures("quiet_engine_logs")
 
 
 # --- rows from our engine's logs ----------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from a ``random.Random`` seeded by the program itself.
 """
 from __future__ import annotations
 
-import logging
 import random
 import re
 from contextlib import contextmanager
@@ -34,7 +33,6 @@ from dataclasses import dataclass, field
 
 import msgpack
 import pytest
-import structlog
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from controller.embedding.cluster import BrokerServer, Cluster, ClusterError
@@ -67,16 +65,7 @@ def path(batch: bool):
         yield
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quiet_logs():
-    """The engine logs every step: nothing below CRITICAL while these run (without cached loggers)."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
+pytestmark = pytest.mark.usefixtures("quiet_engine_logs")
 
 
 # --- one run ----------------------------------------------------------------------------------------------

@@ -11,12 +11,10 @@ paths to each other on random programs; these pin the large-cluster shapes it ra
 """
 from __future__ import annotations
 
-import logging
 from contextlib import contextmanager
 
 import msgpack
 import pytest
-import structlog
 from hypothesis import given, settings, strategies as st
 
 from controller.embedding.cluster import Cluster
@@ -27,15 +25,7 @@ from statemachines.replica_state_machine import ReplicaStateMachine
 SESSION_TIMEOUT_MS = 18_000
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quiet_logs():
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
+pytestmark = pytest.mark.usefixtures("quiet_engine_logs")
 
 
 @contextmanager

@@ -9,12 +9,10 @@ the results themselves.
 """
 from __future__ import annotations
 
-import logging
 from contextlib import contextmanager
 
 import msgpack
 import pytest
-import structlog
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from controller.embedding.cluster import Cluster
@@ -25,15 +23,7 @@ from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import NEW_PARTITION, ONLINE_PARTITION
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quiet_logs():
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL),
-                        cache_logger_on_first_use=False)
-    try:
-        yield
-    finally:
-        structlog.configure(**saved)
+pytestmark = pytest.mark.usefixtures("quiet_engine_logs")
 
 
 @contextmanager
