@@ -15,7 +15,7 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-from test_audit_checks import clean_run, history_rows, planted_run, quiet_engine_logs, scripted_rows  # noqa: F401
+from test_audit_checks import clean_run, history_rows, planted_run, scripted_rows
 
 from audit import checks
 from audit.checks import EPOCH_KINDS
@@ -27,7 +27,7 @@ from audit.rows import (
 from audit.spark_engine import audit as spark_audit
 from controller.state_machine_harness import ScriptSpec
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.usefixtures("quiet_engine_logs")]
 
 TRANSITIONS = (REPLICA_TRANSITION, PARTITION_TRANSITION)
 LEADERS = (PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED)
