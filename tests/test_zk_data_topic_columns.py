@@ -144,3 +144,13 @@ def test_a_reassigned_topic_or_rows_of_different_lengths_are_left_to_the_json_pa
         assert zk_data._written_topic_columns(data) is None
         _forget()
         assert _same_columns(decode_topic_columns(data), _parsed_columns(data))
+
+
+def test_a_body_whose_first_key_lost_its_quote_is_not_read_as_arrays():
+    """Found by the hypothesis test above: '{"partitions":{ 0":[...]}' is not JSON, and not the encoding."""
+    data = encode_topic_matrix("x-_9", np.array([[1453, 1887, 1763, 1023]]))
+    broken = data.replace(b'{"0":', b'{ 0":')
+    assert broken != data
+    _forget()
+    assert zk_data._written_topic_columns(broken) is None
+    assert decode_topic_columns(broken) is None

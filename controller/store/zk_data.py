@@ -660,7 +660,8 @@ def _written_topic_columns(data: bytes) -> TopicColumns | None:
     k = section.count(b",", 0, section.find(b"]")) + 1        # replicas per partition
     count = len(starts)
     lengths = ends - starts
-    if (not count or count % (k + 1) or starts[0] != 2 or ends[-1] != len(buf) - 2 or section[-2:] != b"]}"
+    if (not count or count % (k + 1) or section[:2] != b'{"' or starts[0] != 2 or ends[-1] != len(buf) - 2
+            or section[-2:] != b"]}"
             or lengths.max() > 10 or ((lengths > 1) & (buf[starts] == _DIGIT0)).any()):
         return None
     gap, after = starts[1:] - ends[:-1], ends[:-1]
