@@ -598,6 +598,19 @@ class ControllerContext:
             del grid
         return cols, states
 
+    @staticmethod
+    def _add_replica_states(ts: TopicState, coded: np.ndarray, codes: np.ndarray, rows: np.ndarray, pos: np.ndarray,
+                            state: int) -> None:
+        """Partitions ``coded`` take the replica-id codes ``codes``; the state bytes at (``rows``, ``pos``) become
+        ``state`` (the columns widened first if a position needs it)."""
+        ts.widen_rstates(int(pos.max()) + 1)
+        view = view_i32(ts.ridcode)
+        view[coded] = codes
+        del view
+        grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
+        grid[rows, pos] = state
+        del grid
+
     def ensure_replica_states(self, ts: TopicState, parts: np.ndarray, replica,
                               default: int) -> tuple[np.ndarray, np.ndarray]:
         """``replica_states_array``, giving ``replica`` the state ``default`` first where it has none (the
@@ -619,14 +632,7 @@ class ControllerContext:
             grown = np.full((len(uniq), max(int(pos.max()) + 1, old.shape[1])), -1, dtype=np.int32)
             grown[:, :old.shape[1]] = old
             grown[run, pos] = np.asarray(replica)[rows]
-            new_codes = self.codes_of_rows(grown)
-            ts.widen_rstates(int(pos.max()) + 1)
-            view = view_i32(ts.ridcode)
-            view[uniq] = new_codes
-            del view
-            grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
-            grid[sel, pos] = default
-            del grid
+            self._add_replica_states(ts, uniq, self.codes_of_rows(grown), sel, pos, default)
             cols[rows] = pos
             states[rows] = default
         elif missing.any():
@@ -637,13 +643,7 @@ class ControllerContext:
             new_codes = np.fromiter((code(tuples[c] + (replica,)) for c in uniq.tolist()), dtype=np.int32,
                                     count=len(uniq))[inverse.reshape(-1)]
             pos = self.pool.lengths()[rids]
-            ts.widen_rstates(int(pos.max()) + 1)
-            view = view_i32(ts.ridcode)
-            view[sel] = new_codes
-            del view
-            grid = view_u8(ts.rstates).reshape(len(ts), ts.rwidth)
-            grid[sel, pos] = default
-            del grid
+            self._add_replica_states(ts, sel, new_codes, sel, pos, default)
             cols[missing] = pos
             states[missing] = default
         return cols, states

@@ -13,7 +13,53 @@ from collections.abc import Sequence
 import numpy as np
 
 
-class ReplicaRows(Sequence):
+class _ColumnRows(Sequence):
+    """Rows of columns (``names[topic[i]]`` and the row's other columns), read as tuples built on first use."""
+
+    __slots__ = ()
+
+    def _value_columns(self) -> tuple[np.ndarray, ...]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self.partition)
+
+    def tuples(self) -> list[tuple]:
+        if self._tuples is None:
+            names = np.empty(len(self.names), dtype=object)
+            names[:] = self.names
+            self._tuples = list(zip(names[self.topic].tolist(), *(c.tolist() for c in self._value_columns())))
+        return self._tuples
+
+    def __getitem__(self, i):
+        return self.tuples()[i]
+
+    def __iter__(self):
+        return iter(self.tuples())
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (type(self), list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} rows, {len(self.names)} topics)"
+
+    def topic_runs(self) -> list[tuple[str, int, int]]:
+        """(topic, start, end) of each run of consecutive rows of one topic, in row order."""
+        n = len(self)
+        if not n:
+            return []
+        bounds = (np.flatnonzero(self.topic[1:] != self.topic[:-1]) + 1).tolist()
+        starts = [0] + bounds
+        ends = bounds + [n]
+        codes = self.topic[starts].tolist()
+        return [(self.names[c], s, e) for c, s, e in zip(codes, starts, ends)]
+
+
+class ReplicaRows(_ColumnRows):
     """Rows ``(names[topic[i]], partition[i], replica[i])``, in row order."""
 
     __slots__ = ("names", "topic", "partition", "replica", "_tuples")
@@ -25,31 +71,8 @@ class ReplicaRows(Sequence):
         self.replica = np.asarray(replica, dtype=np.int32)
         self._tuples: list | None = None
 
-    def __len__(self) -> int:
-        return len(self.partition)
-
-    def tuples(self) -> list[tuple]:
-        if self._tuples is None:
-            names = np.empty(len(self.names), dtype=object)
-            names[:] = self.names
-            self._tuples = list(zip(names[self.topic].tolist(), self.partition.tolist(), self.replica.tolist()))
-        return self._tuples
-
-    def __getitem__(self, i):
-        return self.tuples()[i]
-
-    def __iter__(self):
-        return iter(self.tuples())
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, (ReplicaRows, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"ReplicaRows({len(self)} rows, {len(self.names)} topics)"
+    def _value_columns(self) -> tuple[np.ndarray, ...]:
+        return self.partition, self.replica
 
     def take(self, index: np.ndarray) -> ReplicaRows:
         """The rows at ``index`` (in that order)."""
@@ -67,19 +90,8 @@ class ReplicaRows(Sequence):
         groups = {int(b): self.take(order[s:e]) for b, s, e in zip(ids.tolist(), bounds.tolist(), ends.tolist())}
         return {int(b): groups[int(b)] for b in ids[np.argsort(first, kind="stable")].tolist()}
 
-    def topic_runs(self) -> list[tuple[str, int, int]]:
-        """(topic, start, end) of each run of consecutive rows of one topic, in row order."""
-        n = len(self)
-        if not n:
-            return []
-        bounds = (np.flatnonzero(self.topic[1:] != self.topic[:-1]) + 1).tolist()
-        starts = [0] + bounds
-        ends = bounds + [n]
-        codes = self.topic[starts].tolist()
-        return [(self.names[c], s, e) for c, s, e in zip(codes, starts, ends)]
 
-
-class PartitionRows(Sequence):
+class PartitionRows(_ColumnRows):
     """Rows ``(names[topic[i]], partition[i])``, in row order: many partitions (a creation's) as columns, read as
     a sequence of (topic, partition) tuples built on first use."""
 
@@ -91,30 +103,5 @@ class PartitionRows(Sequence):
         self.partition = np.asarray(partition, dtype=np.int64)
         self._tuples: list | None = None
 
-    def __len__(self) -> int:
-        return len(self.partition)
-
-    def tuples(self) -> list[tuple]:
-        if self._tuples is None:
-            names = np.empty(len(self.names), dtype=object)
-            names[:] = self.names
-            self._tuples = list(zip(names[self.topic].tolist(), self.partition.tolist()))
-        return self._tuples
-
-    def __getitem__(self, i):
-        return self.tuples()[i]
-
-    def __iter__(self):
-        return iter(self.tuples())
-
-    def __eq__(self, other) -> bool:
-        if isinstance(other, (PartitionRows, list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"PartitionRows({len(self)} rows, {len(self.names)} topics)"
-
-    topic_runs = ReplicaRows.topic_runs
+    def _value_columns(self) -> tuple[np.ndarray, ...]:
+        return (self.partition,)

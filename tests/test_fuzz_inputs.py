@@ -3,7 +3,6 @@ the parser's own error type, never another exception; a command exits 0, 1 or 2 
 refused with exit 2 leaves the log directory byte-identical."""
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -23,18 +22,7 @@ from events.segment import SEGMENT_HEADER_SIZE, encode_segment_header, segment_n
 from kcontroller.cli import main
 from sim.describe_parser import DescriptionError, parse_description
 from sim.scenario import ScenarioError, parse_scenario
-
-def tree_hash(directory) -> str:
-    h = hashlib.sha256()
-    for base, dirs, files in sorted(os.walk(directory)):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(base, name)
-            h.update(os.path.relpath(path, directory).encode() + b"\0")
-            with open(path, "rb") as f:
-                h.update(f.read())
-    return h.hexdigest()
-
+from test_robustness import tree_hash
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 SLOW = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
