@@ -124,6 +124,7 @@ class Simulation:
                                    clock=self.loop.clock, rng=self.store_rng)
         self.admin.create_top_level_paths()
         self._zk_tick = None
+        self._scheduler_timer = None
         self._armed_opened = -1
         self._started = False
         self.journal.set_time(0)
@@ -261,7 +262,8 @@ class Simulation:
                 break
             self.journal.set_time(nxt)
             loop.step()
-            self.settle()
+            if self.settle():
+                self._arm_scheduler()
             if progress is not None:
                 every += 1
                 if every >= 5000:
@@ -287,6 +289,33 @@ class Simulation:
                 return steps
             if steps > MAX_SETTLE_STEPS:
                 raise SimulationError("the controllers did not settle: events keep coming")
+
+    def _arm_scheduler(self) -> None:
+        """Have the loop wake when a controller's scheduler has a task due (the auto leader rebalance task:
+        ``leader.imbalance.check.interval.seconds`` after the last, 5 s after a controller takes over).
+        Tasks are only scheduled while a controller processes events, so re-arming after every settle
+        that processed some keeps the wake-up early enough."""
+        due = min((d for d in (broker.controller.scheduler.next_deadline() for broker in self.brokers.values()
+                               if broker.alive) if d is not None), default=None)
+        timer = self._scheduler_timer
+        if timer is not None:
+            if due is not None and timer.time == max(due, self.loop.now) and not timer.cancelled:
+                return
+            timer.cancel()
+            self._scheduler_timer = None
+        if due is not None:
+            self._scheduler_timer = self.loop.at(max(due, self.loop.now), self._run_scheduled_tasks,
+                                                 "controller scheduler")
+
+    def _run_scheduled_tasks(self) -> None:
+        """KafkaScheduler's thread: each live broker's due tasks put their events on its controller's queue."""
+        self._scheduler_timer = None
+        now = self.loop.now
+        for b in sorted(self.brokers):
+            broker = self.brokers[b]
+            if broker.alive:
+                broker.controller.scheduler.run_due(now)
+        self._arm_scheduler()
 
     def _arm_zk_tick(self) -> None:
         """Have the loop wake at the store's next session deadline (expiries happen at their own time).
