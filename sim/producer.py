@@ -123,9 +123,12 @@ class Producer:
             return
         self.needs_refresh = False
         cache = source.metadata
+        by_topic = {topic: cache.leaders(topic).tolist() for topic in self.spec.topics}
+        leaders = self.leaders
         for tp in self._partitions():
-            entry = cache.get(tp)
-            self.leaders[tp] = entry[0] if entry is not None else -1
+            known = by_topic[tp[0]]
+            p = tp[1]
+            leaders[tp] = known[p] if p < len(known) else -1
 
     def _drain(self, now: int) -> None:
         """The Sender's loop: each round drains every leader one request of at most one batch per partition
