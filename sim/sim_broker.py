@@ -19,14 +19,30 @@ from collections.abc import Callable
 
 import structlog
 
+import numpy as np
+
 from controller.controller_events import KAFKA_STORAGE_ERROR, NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH
+from controller.embedding.broker_columns import BrokerColumns, LeaderAndIsrTable, MetadataView, int32s, isr_block
+from controller.partition_errors import PartitionErrors
 from controller.kafka_controller import KafkaController
 from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest, BrokerResponse
 from controller.store.zookeeper import NodeExistsError, SessionExpiredError
-from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, LEADER_DURING_DELETE
+from events.arrays import distinct
+from events.columns import ColumnBatch
+from events.records import API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA
 
 _log = structlog.get_logger("kcontroller.sim")
+_LEADER_AND_ISR_ERRORS = (NONE, STALE_CONTROLLER_EPOCH)
+
+
+def shared_columns(sim) -> BrokerColumns:
+    """The topic ids, tuple pools and UpdateMetadata images the brokers of ``sim`` share (one per simulation:
+    every broker gets the same UpdateMetadata requests, so they hold the same cache objects)."""
+    shared = sim.__dict__.get("broker_columns")
+    if shared is None:
+        shared = sim.broker_columns = BrokerColumns()
+    return shared
 
 
 class SimZkClient(KafkaZkClient):
@@ -89,12 +105,20 @@ class SimBroker:
         self.broker_epoch = -1
         self.controller_epoch = 0                       # the newest controller epoch it has accepted
         self.known_controller = -1                      # the controller of the newest request it accepted
-        self.partitions: dict[tuple, tuple] = {}        # (topic, p) -> (leader, leader_epoch, isr, partition_epoch)
-        self.metadata: dict[tuple, tuple] = {}          # (topic, p) -> (leader, leader_epoch, isr, replicas)
+        # What the broker knows from controllers, as columns shared with the other brokers (broker_columns):
+        # (topic, p) -> (leader, leader_epoch, isr, partition_epoch), and the UpdateMetadata cache.
+        self._columns = shared_columns(sim)
+        self.partitions = LeaderAndIsrTable(self._columns)
+        self._metadata_image = self._columns.empty_image
         self.live_brokers: tuple = ()
         self.rejected: list[tuple] = []                 # (time, api, controller id, controller epoch, error)
         self.stopped_ms = -1                            # when the process stopped (killed, halted or shut down)
         self._heartbeat_timer = None
+
+    @property
+    def metadata(self) -> MetadataView:
+        """The broker's metadata cache: (topic, partition) -> the UpdateMetadataPartition it holds."""
+        return MetadataView(self._columns, self._metadata_image)
 
     # --- process lifecycle ---------------------------------------------------------------------
     def start(self) -> bool:
@@ -194,18 +218,36 @@ class SimBroker:
             return STALE_BROKER_EPOCH
         return NONE
 
-    def _leader_and_isr(self, request: BrokerRequest) -> dict:
+    def _leader_and_isr(self, request: BrokerRequest):
+        parts = request.partitions
+        replication = self.sim.replication
+        if (type(parts) is ColumnBatch and not self.sim.failed_dirs.get(self.broker_id)
+                and distinct(keys := self._columns.batch_keys(parts))):
+            # No replica can be in a failed log directory: the leader epochs decide, as arrays.
+            rows = LeaderAndIsrTable.rows(int32s("leader", parts.column("leader")),
+                                          int32s("leader_epoch", parts.column("leader_epoch")),
+                                          int32s("partition_epoch", parts.column("partition_epoch")),
+                                          *isr_block(parts.column("isr")))
+            applied = self.partitions.apply_newer(keys, rows)
+            if applied.any():
+                records = parts.records()
+                become = replication.become_leader_or_follower
+                b = self.broker_id
+                for i in np.flatnonzero(applied).tolist():
+                    become(b, records[i])
+            return PartitionErrors(parts.column("topic"), parts.column("partition"), (~applied).view(np.uint8),
+                                   _LEADER_AND_ISR_ERRORS)
         errors = {}
-        for p in request.partitions:
+        for p in parts:
             tp = (p.topic, p.partition)
             cur = self.partitions.get(tp)
-            rep = self.sim.replication.replicas.get(self.broker_id, {}).get(tp)
+            rep = replication.replicas.get(self.broker_id, {}).get(tp)
             if rep is not None and rep.offline:
                 # ReplicaManager checks the log directory before the leader epoch.
                 errors[tp] = KAFKA_STORAGE_ERROR
             elif cur is None or p.leader_epoch > cur[1]:
                 self.partitions[tp] = (p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)
-                errors[tp] = self.sim.replication.become_leader_or_follower(self.broker_id, p)
+                errors[tp] = replication.become_leader_or_follower(self.broker_id, p)
             else:
                 # ReplicaManager.becomeLeaderOrFollower: not a newer leader epoch -> ignored.
                 errors[tp] = STALE_CONTROLLER_EPOCH
@@ -213,12 +255,8 @@ class SimBroker:
 
     def _update_metadata(self, request: BrokerRequest) -> None:
         self.live_brokers = request.live_brokers
-        for p in request.partitions:
-            tp = (p.topic, p.partition)
-            if p.leader == LEADER_DURING_DELETE:
-                self.metadata.pop(tp, None)
-            else:
-                self.metadata[tp] = (p.leader, p.leader_epoch, tuple(p.isr), tuple(p.replicas))
+        if len(request.partitions):
+            self._metadata_image = self._columns.apply_metadata(self._metadata_image, request.partitions)
 
     def _stop_replica(self, request: BrokerRequest) -> dict:
         errors = {}

@@ -125,6 +125,7 @@ class Simulation:
         self.admin.create_top_level_paths()
         self._zk_tick = None
         self._scheduler_timer = None
+        self._by_id: list[tuple[int, SimBroker]] = []   # the brokers by id, for settle
         self._armed_opened = -1
         self._started = False
         self.journal.set_time(0)
@@ -203,6 +204,8 @@ class Simulation:
 
     def log_dir_of(self, b: int, tp: tuple) -> str:
         """Where broker ``b`` keeps ``tp``: chosen once, the log dir with the fewest partitions."""
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
         key = (b, tp)
         d = self._dir_of.get(key)
         if d is None:
@@ -276,10 +279,14 @@ class Simulation:
     def settle(self) -> int:
         """Step every running broker's controller queue, round-robin by broker id, until all are empty."""
         steps = 0
+        brokers = self._by_id
+        if len(brokers) != len(self.brokers):
+            brokers = self._by_id = sorted(self.brokers.items())
+        if not any(broker.alive and broker.controller.event_manager.queue_size for _, broker in brokers):
+            return 0
         while True:
             progressed = False
-            for b in sorted(self.brokers):
-                broker = self.brokers[b]
+            for b, broker in brokers:
                 # A broker cut off from the store has its controller thread blocked on its first request.
                 if (broker.alive and not broker.controller.event_manager.is_empty and broker.reaches_store()
                         and broker.controller.event_manager.step()):
@@ -379,6 +386,7 @@ class Simulation:
         rack = self.scenario.cluster.racks.get(b) if self.scenario.cluster.racks else None
         broker = SimBroker(self, b, f"broker-{b}", 9092, rack)
         self.brokers[b] = broker
+        self._by_id = sorted(self.brokers.items())
         self._input(BrokerStarted, b, broker.host, broker.port, rack)
         if not broker.start():
             since = f" (gone since {previous.stopped_ms / 1000:g}s)" if previous is not None else ""

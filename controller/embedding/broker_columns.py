@@ -690,6 +690,15 @@ class MetadataView(Mapping):
     def __len__(self) -> int:
         return self.image.size
 
+    def leaders(self, topic: str) -> np.ndarray:
+        """The leader of every partition id of ``topic`` the cache holds, -1 where it holds none (a
+        MetadataResponse's leaders, as one int32 array indexed by partition id)."""
+        tid = self._shared.topic_ids.get(topic)
+        seg = self.image.topics.get(tid) if tid is not None else None
+        if seg is None:
+            return np.zeros(0, dtype=np.int32)
+        return np.where(seg.rows[:, HDR] >= 0, seg.rows[:, LEADER], -1).astype(np.int32, copy=False)
+
     def _topics(self) -> list:
         names = self._shared.topic_names
         return sorted((names[tid], seg) for tid, seg in self.image.topics.items())
