@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 import structlog
@@ -136,6 +137,9 @@ class ControllerEventManager:
         # Indexed by state value, for the hot path.
         self._timer_by_state = [self._timers.get(state) for state in ControllerState]
 
+        # Called after every event put on the queue (a driver that steps the queue itself, like a simulation
+        # of many brokers, learns there is work without looking at every queue after every event).
+        self.on_put: Callable[[], object] | None = None
         self._thread: threading.Thread | None = None
         self._thread_running = False
         self._shutdown_initiated = False
@@ -157,6 +161,8 @@ class ControllerEventManager:
                 if self._consumer_waiting:
                     self._consumer_waiting = False
                     self._not_empty.notify()
+                if self.on_put is not None:
+                    self.on_put()
             return queued
         finally:
             lock.release()

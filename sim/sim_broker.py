@@ -144,6 +144,7 @@ class SimBroker:
         self.controller = KafkaController(self.broker_id, sim.config, self.zk, sim.journal, sim.loop.clock,
                                           send=lambda request: sim.send_request(self.broker_id, request),
                                           register_broker=self._register)
+        self.controller.event_manager.on_put = sim.controller_event_put
         self.alive = True
         sim.replication.broker_started(self.broker_id)
         self.controller.startup()

@@ -126,6 +126,7 @@ class Simulation:
         self._zk_tick = None
         self._scheduler_timer = None
         self._by_id: list[tuple[int, SimBroker]] = []   # the brokers by id, for settle
+        self._settle_due = False                          # an event was put on some controller's queue
         self._armed_opened = -1
         self._started = False
         self.journal.set_time(0)
@@ -276,23 +277,31 @@ class Simulation:
         if progress is not None:
             progress(time_ms, time_ms)
 
+    def controller_event_put(self) -> None:
+        """A broker's controller has an event to handle (its event manager's ``on_put``)."""
+        self._settle_due = True
+
     def settle(self) -> int:
         """Step every running broker's controller queue, round-robin by broker id, until all are empty."""
+        if not self._settle_due:
+            return 0
+        self._settle_due = False
         steps = 0
         brokers = self._by_id
-        if len(brokers) != len(self.brokers):
-            brokers = self._by_id = sorted(self.brokers.items())
-        if not any(broker.alive and broker.controller.event_manager.queue_size for _, broker in brokers):
-            return 0
         while True:
             progressed = False
+            blocked = False
             for b, broker in brokers:
                 # A broker cut off from the store has its controller thread blocked on its first request.
-                if (broker.alive and not broker.controller.event_manager.is_empty and broker.reaches_store()
-                        and broker.controller.event_manager.step()):
-                    progressed = True
-                    steps += 1
+                if broker.alive and not broker.controller.event_manager.is_empty:
+                    if not broker.reaches_store():
+                        blocked = True
+                    elif broker.controller.event_manager.step():
+                        progressed = True
+                        steps += 1
             if not progressed:
+                # A queue whose thread is blocked is looked at again after every event, until it can go on.
+                self._settle_due = blocked
                 return steps
             if steps > MAX_SETTLE_STEPS:
                 raise SimulationError("the controllers did not settle: events keep coming")
