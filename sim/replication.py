@@ -44,6 +44,7 @@ Anything iterated to decide an order is a dict (insertion order) or sorted — n
 from __future__ import annotations
 
 from collections import deque
+from types import MappingProxyType
 
 from sim.replica_log import ReplicaLog
 
@@ -56,6 +57,11 @@ KAFKA_STORAGE_ERROR = "KAFKA_STORAGE_ERROR"
 NETWORK_EXCEPTION = "NETWORK_EXCEPTION"
 FENCED_LEADER_EPOCH = "FENCED_LEADER_EPOCH"
 UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
+# What a replica that leads nothing holds of its followers, and of waiting produces: shared, read-only
+# (a cluster has millions of replicas; only leaders with followers, and leaders with waiting acks=-1
+# batches, get objects of their own).
+NO_FOLLOWERS = MappingProxyType({})
+NOTHING_DELAYED = ()
 
 # Session states (follower side).
 IDLE, IN_FLIGHT, PARKED, BACKOFF, DELAYED = range(5)
@@ -79,10 +85,10 @@ class Replica:
         self.isr: tuple = ()
         self.partition_epoch = -1
         self.replicas: tuple = ()
-        self.follower_leo: dict[int, int] = {}   # leader only: what each follower's last fetch said
+        self.follower_leo = NO_FOLLOWERS         # leader only: what each follower's last fetch said
         self.epoch_start = 0
         self.pending_isr: tuple | None = None    # an AlterPartition in flight: the maximal ISR
-        self.delayed: deque = deque()            # acks=-1 batches waiting for the high watermark
+        self.delayed = NOTHING_DELAYED           # acks=-1 batches waiting for the high watermark (a deque)
         self.offline = False                     # its log directory failed
         self.log_dir = log_dir
         self.min_isr = 1
@@ -190,10 +196,11 @@ class Replication:
         if timer is not None:
             timer.cancel()
         for rep in self.replicas.pop(b, {}).values():
-            for item in rep.delayed:
-                if item[1].timer is not None:
-                    item[1].timer.cancel()
-            rep.delayed.clear()
+            if rep.delayed:
+                for item in rep.delayed:
+                    if item[1].timer is not None:
+                        item[1].timer.cancel()
+                rep.delayed.clear()
         self.led_with.pop(b, None)
         for producer in self.sim.producers:
             producer.broker_died(b)
@@ -231,7 +238,8 @@ class Replication:
             if log is None:
                 log = disk[tp] = ReplicaLog()
             rep = reps[tp] = Replica(tp, b, log, self.sim.log_dir_of(b, tp))
-            rep.offline = self.sim.log_dir_failed(b, rep.log_dir)
+            if self.sim.failed_dirs:
+                rep.offline = self.sim.log_dir_failed(b, rep.log_dir)
         return rep
 
     def become_leader_or_follower(self, b: int, p) -> str:
@@ -282,7 +290,7 @@ class Replication:
                 s.watch.pop(rep.tp, None)
                 s.pending.pop(rep.tp, None)
         self._fail_delayed(rep, NOT_LEADER_OR_FOLLOWER)
-        rep.follower_leo = {}
+        rep.follower_leo = NO_FOLLOWERS
 
     def _make_follower(self, rep: Replica) -> None:
         b, tp = rep.broker, rep.tp
@@ -643,6 +651,8 @@ class Replication:
                     ok = len(rep.maximal_isr) >= rep.min_isr
                     request.decide(i, result if ok else (NOT_ENOUGH_REPLICAS_AFTER_APPEND,) + result[1:])
                 else:
+                    if rep.delayed is NOTHING_DELAYED:
+                        rep.delayed = deque()
                     rep.delayed.append((first + count, request, i, result))
                     waiting = True
             else:
