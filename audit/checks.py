@@ -97,6 +97,42 @@ Findings: what a correct controller does but an operator must know, reported bes
   ReplicaDeletionIneligible: its topic's deletion could not complete (the broker was down or failed
   the StopReplica) and is waiting for a retry.
 
+KRaft-era logs (:mod:`audit.kraft_rows`: no controller state machines, no controller epochs) have checks
+of their own (``KRAFT_VIOLATION_KINDS``, ``KRAFT_FINDING_KINDS``; the pass is
+:func:`audit.local_engine.audit_kraft`, in process whichever the engine: text logs are read in the
+driver). A partition's *scope* is who holds its state: each broker (its ``Leader``/``Follower`` lines) and
+each controller (its ``PartitionRegistration`` dumps; a controller's scope starts over when it starts,
+loads a snapshot or renounces its leadership and reverts to the last committed offset). Within a
+scope a partition is (topic, partition) and its topic id: a new topic id is a new topic (the state
+starts over).
+
+- ``kraft_epoch_decreased``: a partition's leader epoch or partition epoch lower than the highest
+  one of its scope (they may skip, never go back).
+- ``kraft_duplicate_leader``: a second, different leader for the same (topic id, partition, leader
+  epoch), across every broker and controller of the run (rows with leader -1 do not count).
+- ``kraft_leader_not_in_isr``: a ``Leader`` line whose broker is not in the ISR it prints, or a
+  registration whose leader (not -1) is not in its ISR.
+- ``kraft_invalid_registration``: a ``PartitionRegistration`` dump whose ISR is not a subset of its
+  replicas, whose ELR and ISR overlap, or that is RECOVERING with an ISR other than one broker.
+- ``kraft_broker_epoch_decreased``: a new incarnation of a broker registered with a broker epoch not
+  above the one of its previous registration (a controller's scope).
+- ``kraft_raft_epoch_decreased``: a controller logging a Raft epoch lower than one it logged
+  before (Raft epochs are kept on disk: they never fall, across restarts too; a new cluster id
+  starts over).
+- ``kraft_two_leaders_in_epoch``: two different controllers named the leader of one Raft epoch.
+
+Findings: ``kraft_session_timeout`` (a broker fenced because its heartbeats stopped),
+``kraft_restart_in_old_session`` (registerBroker refused with DuplicateBrokerRegistrationException,
+once or repeatedly: the broker restarted before its old session expired; one finding per streak, on
+its first line), ``kraft_controller_churn`` (``CHURN_EPOCHS`` new Raft epochs of one cluster within
+``CHURN_WINDOW_MS``; one per burst), ``kraft_two_active_controllers`` (a controller became active
+while another's claim still stood in the log), ``kraft_stale_broker_epoch`` (a fencing or
+registration change naming another broker epoch than the broker's current registration),
+``kraft_elr_election`` and ``kraft_unclean_election`` (a leader from the eligible leader replicas,
+KIP-966, or from outside the ISR and ELR), ``kraft_leader_epoch_gap`` (a broker's leader epoch of a
+partition jumped by more than one: it missed leaderships, likely a process pause or a metadata
+catch-up).
+
 Each violation names its kind, the row's run, entity, topic, partition, replica, from- and
 to-state, controller epoch, and where the row was read (source, position, seq); ``detail`` says
 what was expected. Violations are sorted by (run_id, seq, source, position, kind), nulls first.
@@ -156,6 +192,56 @@ FINDING_KINDS: dict[str, str] = {
     REFUSED_TRANSITION: "a state change the controller refused (not legal from the current state) or that failed",
     DELETION_STUCK: "a replica left in ReplicaDeletionIneligible: its topic's deletion could not complete",
 }
+
+# --- KRaft-era kinds (audit.kraft_rows; the pass is audit.local_engine.audit_kraft) -----------------------
+KRAFT_EPOCH_DECREASED = "kraft_epoch_decreased"
+KRAFT_DUPLICATE_LEADER = "kraft_duplicate_leader"
+KRAFT_LEADER_NOT_IN_ISR = "kraft_leader_not_in_isr"
+KRAFT_INVALID_REGISTRATION = "kraft_invalid_registration"
+KRAFT_BROKER_EPOCH_DECREASED = "kraft_broker_epoch_decreased"
+KRAFT_RAFT_EPOCH_DECREASED = "kraft_raft_epoch_decreased"
+KRAFT_TWO_LEADERS_IN_EPOCH = "kraft_two_leaders_in_epoch"
+
+KRAFT_VIOLATION_KINDS: dict[str, str] = {
+    KRAFT_EPOCH_DECREASED: "a partition's leader or partition epoch lower than one its broker or controller "
+                           "already had (same topic id)",
+    KRAFT_DUPLICATE_LEADER: "a second, different leader for the same partition, topic id and leader epoch",
+    KRAFT_LEADER_NOT_IN_ISR: "a partition's leader outside its ISR",
+    KRAFT_INVALID_REGISTRATION: "a partition registration whose ISR is not among its replicas, whose ELR and ISR "
+                                "overlap, or that is RECOVERING with an ISR other than its leader alone",
+    KRAFT_BROKER_EPOCH_DECREASED: "a new incarnation of a broker registered with a broker epoch not above its "
+                                  "previous one",
+    KRAFT_RAFT_EPOCH_DECREASED: "a controller's Raft epoch lower than one it logged before",
+    KRAFT_TWO_LEADERS_IN_EPOCH: "two different controllers named the leader of one Raft epoch",
+}
+
+KRAFT_SESSION_TIMEOUT = "kraft_session_timeout"
+KRAFT_RESTART_IN_OLD_SESSION = "kraft_restart_in_old_session"
+KRAFT_CONTROLLER_CHURN = "kraft_controller_churn"
+KRAFT_TWO_ACTIVE_CONTROLLERS = "kraft_two_active_controllers"
+KRAFT_STALE_BROKER_EPOCH = "kraft_stale_broker_epoch"
+KRAFT_ELR_ELECTION = "kraft_elr_election"
+KRAFT_UNCLEAN_ELECTION = "kraft_unclean_election"
+KRAFT_LEADER_EPOCH_GAP = "kraft_leader_epoch_gap"
+
+KRAFT_FINDING_KINDS: dict[str, str] = {
+    KRAFT_SESSION_TIMEOUT: "a broker fenced because its session timed out (no heartbeat in time)",
+    KRAFT_RESTART_IN_OLD_SESSION: "a broker re-registering while its old session was still alive "
+                                  "(DuplicateBrokerRegistrationException): it restarted within the session timeout",
+    KRAFT_CONTROLLER_CHURN: "many Raft epochs in a short time: the controller quorum keeps changing its leader",
+    KRAFT_TWO_ACTIVE_CONTROLLERS: "a controller became active while another still claimed to be",
+    KRAFT_STALE_BROKER_EPOCH: "a fencing or registration change naming a broker epoch other than the broker's "
+                              "current registration",
+    KRAFT_ELR_ELECTION: "a leader elected from the eligible leader replicas (KIP-966), outside the ISR",
+    KRAFT_UNCLEAN_ELECTION: "a leader elected uncleanly: writes the old ISR acknowledged may be lost",
+    KRAFT_LEADER_EPOCH_GAP: "a broker's leader epoch of a partition skipped values: it missed leaderships "
+                            "(a process pause, or catching up on metadata)",
+}
+CHURN_EPOCHS = 5          # new Raft epochs of one cluster ...
+CHURN_WINDOW_MS = 60_000  # ... within this time: controller churn
+
+ALL_VIOLATION_KINDS = {**VIOLATION_KINDS, **KRAFT_VIOLATION_KINDS}
+ALL_FINDING_KINDS = {**FINDING_KINDS, **KRAFT_FINDING_KINDS}
 
 # --- row kinds the checks look at -----------------------------------------------------------------------
 TRANSITION_KINDS = frozenset((REPLICA_TRANSITION, PARTITION_TRANSITION))
@@ -287,6 +373,89 @@ def violation(kind: str, row, a: Any = None, b: Any = None) -> Violation:
                      _detail(kind, row, a, b))
 
 
+_KRAFT_PARTITION_ROWS = frozenset(("kraft_partition_created", "kraft_leader", "kraft_follower", "kraft_registration",
+                                   "kraft_election", "kraft_topic_created", "kraft_topic_removed"))
+_KRAFT_QUORUM_ROWS = frozenset(("kraft_raft_epoch", "kraft_controller_activated", "kraft_controller_renounced",
+                                "kraft_controller_started", "kraft_snapshot_loading"))
+
+
+def _kraft_what(row) -> str:
+    if row.kind in _KRAFT_PARTITION_ROWS:
+        if row.topic is None:
+            name, tid = f"{row.partition} of topic id {row.topic_id}", ""
+        else:
+            name = f"{row.topic}-{row.partition}"
+            tid = f" (topic id {row.topic_id})" if row.topic_id else ""
+        where = "broker" if row.kind in ("kraft_leader", "kraft_follower", "kraft_partition_created") else "controller"
+        return f"partition {name}{tid} as {where} {row.node} logged it"
+    if row.broker is not None and row.broker >= 0:
+        return f"broker {row.broker} (controller {row.node})"
+    return f"controller {row.node}"
+
+
+def _kraft_detail(kind: str, row, a, b) -> str:
+    what = _kraft_what(row)
+    if kind == KRAFT_EPOCH_DECREASED:
+        field_name, value = a
+        return f"{what}: {field_name} {value} after {field_name} {b[0]} (seq {b[1]}): epochs never go back"
+    if kind == KRAFT_DUPLICATE_LEADER:
+        return (f"{what}: leader {row.leader} at leader epoch {row.leader_epoch}, but node {b[0]} logged leader {a} "
+                f"at that leader epoch (seq {b[1]})")
+    if kind == KRAFT_LEADER_NOT_IN_ISR:
+        return f"{what}: leader {row.leader} (leader epoch {row.leader_epoch}) is not in the ISR {_ids(row.isr)}"
+    if kind == KRAFT_INVALID_REGISTRATION:
+        return f"{what}: {a} (replicas {_ids(row.replicas)}, ISR {_ids(row.isr)}, ELR {_ids(row.elr or ())})"
+    if kind == KRAFT_BROKER_EPOCH_DECREASED:
+        return (f"{what}: new incarnation registered with broker epoch {row.epoch}, not above the broker epoch {a} "
+                f"of its previous registration (seq {b})")
+    if kind == KRAFT_RAFT_EPOCH_DECREASED:
+        return f"{what}: Raft epoch {row.epoch} after epoch {a} (seq {b}): Raft epochs never fall"
+    if kind == KRAFT_TWO_LEADERS_IN_EPOCH:
+        return (f"{what}: names {row.leader} the leader of Raft epoch {row.epoch}, but controller {b[0]} named {a} "
+                f"(seq {b[1]})")
+    if kind == KRAFT_SESSION_TIMEOUT:
+        return (f"{what}: fenced at broker epoch {row.epoch} because its session timed out: its partitions lost "
+                f"it as leader and ISR member until it unfences")
+    if kind == KRAFT_RESTART_IN_OLD_SESSION:
+        return (f"{what}: a broker's registration refused {a} time(s) from here (DuplicateBrokerRegistrationException, "
+                f"last at seq {b}): it restarted while its old session was still alive, and waits for it to expire")
+    if kind == KRAFT_CONTROLLER_CHURN:
+        return (f"{what}: {a} new Raft epochs within {CHURN_WINDOW_MS // 1000} s (epochs {b[0]} to {b[1]}): the "
+                f"controller quorum keeps changing its leader")
+    if kind == KRAFT_TWO_ACTIVE_CONTROLLERS:
+        return (f"{what}: became the active controller at Raft epoch {row.epoch} while controller {a} still claimed "
+                f"to be active (since epoch {b})")
+    if kind == KRAFT_STALE_BROKER_EPOCH:
+        return (f"{what}: {row.kind.replace('kraft_', '').replace('_', ' ')} at broker epoch {row.epoch}, but its "
+                f"current registration has broker epoch {a}")
+    if kind == KRAFT_ELR_ELECTION:
+        return (f"{what}: leader {row.leader} elected from the eligible leader replicas (ELR, KIP-966): the ISR was "
+                f"empty; the new ISR is {_ids(row.isr or ())}")
+    if kind == KRAFT_UNCLEAN_ELECTION:
+        epoch = "" if row.leader_epoch is None else f" (leader epoch {row.leader_epoch})"
+        return (f"{what}: leader {row.leader}{epoch} elected uncleanly, from outside the ISR and ELR: writes "
+                f"acknowledged by the previous ISR may be lost")
+    if kind == KRAFT_LEADER_EPOCH_GAP:
+        after = "the previous leader epoch its line prints" if b is None else f"seq {b}"
+        return (f"{what}: leader epoch {row.leader_epoch} after {a} ({after}): the broker missed "
+                f"{row.leader_epoch - a - 1} leader epoch(s) of this partition (a process pause or a metadata catch-up)")
+    raise ValueError(f"unknown KRaft violation kind {kind!r}")
+
+
+def kraft_violation(kind: str, row, a: Any = None, b: Any = None) -> Violation:
+    """The KRaft violation or finding of ``kind`` on ``row`` (a :class:`audit.kraft_rows.KraftRow`); ``a``
+    and ``b`` are what the check compared the row with (see :func:`audit.local_engine.audit_kraft`)."""
+    if row.kind in _KRAFT_PARTITION_ROWS:
+        entity, replica = ENTITY_PARTITION, -1
+    elif row.broker is not None and row.broker >= 0:
+        entity, replica = "broker", row.broker
+    else:
+        entity, replica = "controller", -1
+    epoch = row.epoch if row.kind in _KRAFT_QUORUM_ROWS else None
+    return Violation(kind, row.run_id, entity, row.topic, row.partition, replica, None, None, epoch, row.source,
+                     row.position, row.seq, row.time_ms, _kraft_detail(kind, row, a, b))
+
+
 def sort_key(v: Violation) -> tuple:
     """(run_id, seq, source, position, kind), nulls first (Spark's ascending order)."""
     return (v.run_id is not None, v.run_id or "", v.seq is not None, v.seq or 0, v.source is not None,
@@ -308,8 +477,8 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
     ``runs`` is the number of distinct runs.
     """
     ordered = sorted(violations, key=sort_key)
-    listed = [v for v in ordered if v.kind in VIOLATION_KINDS]
-    found = [v for v in ordered if v.kind in FINDING_KINDS]
+    listed = [v for v in ordered if v.kind in ALL_VIOLATION_KINDS]
+    found = [v for v in ordered if v.kind in ALL_FINDING_KINDS]
     if limit is not None:
         listed, found = listed[:limit], found[:limit]
     by_kind: Counter = Counter()
@@ -320,7 +489,7 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
     for (kind, run_id, source), n in violation_counts.items():
         if not n:
             continue
-        if kind in FINDING_KINDS:
+        if kind in ALL_FINDING_KINDS:
             findings_by_kind[kind] += n
             findings_by_run[run_id] += n
             continue
@@ -350,8 +519,35 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
         "findings_by_kind": {k: findings_by_kind.get(k, 0) for k in FINDING_KINDS},
         "findings_by_run": by_id(findings_by_run),
         "findings_listed": len(found),
+        "kraft_violations_by_kind": {k: by_kind.get(k, 0) for k in KRAFT_VIOLATION_KINDS},
+        "kraft_findings_by_kind": {k: findings_by_kind.get(k, 0) for k in KRAFT_FINDING_KINDS},
     }
     return Report(listed, summary, found)
+
+
+def merge_reports(a: Report, b: Report, limit: int | None = None) -> Report:
+    """One report of two over different rows (an engine's and the KRaft pass's): counts added, listings
+    merged in report order and cut to ``limit``; ``runs`` counts the runs with rows in either."""
+    def added(x, y):
+        if isinstance(x, dict):
+            out = dict(x)
+            for k, n in y.items():
+                out[k] = out.get(k, 0) + n
+            return out
+        return x + y
+
+    s = {k: added(v, b.summary[k]) for k, v in a.summary.items()}
+    for key in ("rows_by_kind", "rows_by_run", "failures_by_error", "violations_by_run", "violations_by_source",
+                "findings_by_run"):
+        s[key] = dict(sorted(s[key].items(), key=lambda kv: (kv[0] is not None, kv[0] or "")))
+    s["runs"] = len(set(a.summary["rows_by_run"]) | set(b.summary["rows_by_run"])) or max(
+        a.summary["runs"], b.summary["runs"])
+    listed = sorted(a.violations + b.violations, key=sort_key)
+    found = sorted(a.findings + b.findings, key=sort_key)
+    if limit is not None:
+        listed, found = listed[:limit], found[:limit]
+    s["listed"], s["findings_listed"] = len(listed), len(found)
+    return Report(listed, s, found)
 
 
 def format_violation(v: Violation) -> str:
@@ -361,6 +557,12 @@ def format_violation(v: Violation) -> str:
 
 
 __all__ = [
+    "ALL_FINDING_KINDS", "ALL_VIOLATION_KINDS", "CHURN_EPOCHS", "CHURN_WINDOW_MS", "KRAFT_BROKER_EPOCH_DECREASED",
+    "KRAFT_CONTROLLER_CHURN", "KRAFT_DUPLICATE_LEADER", "KRAFT_ELR_ELECTION", "KRAFT_EPOCH_DECREASED",
+    "KRAFT_FINDING_KINDS", "KRAFT_INVALID_REGISTRATION", "KRAFT_LEADER_EPOCH_GAP", "KRAFT_LEADER_NOT_IN_ISR",
+    "KRAFT_RAFT_EPOCH_DECREASED", "KRAFT_RESTART_IN_OLD_SESSION", "KRAFT_SESSION_TIMEOUT", "KRAFT_STALE_BROKER_EPOCH",
+    "KRAFT_TWO_ACTIVE_CONTROLLERS", "KRAFT_TWO_LEADERS_IN_EPOCH", "KRAFT_UNCLEAN_ELECTION", "KRAFT_VIOLATION_KINDS",
+    "kraft_violation", "merge_reports",
     "CONTROLLER_EPOCH_DECREASED", "CONTROLLER_EPOCH_RESET", "DELETED_TOPIC_HAS_STATE", "DELETION_STUCK",
     "DISCONTINUITY", "FAILED_ELECTION", "FINDING_KINDS", "REFUSED_TRANSITION", "UNCLEAN_ELECTION",
     "DUPLICATE_LEADER", "EPOCH_KINDS", "FIRST_CONTROLLER_EPOCH", "ILLEGAL_TRANSITION", "ISR_NOT_IN_REPLICAS",

@@ -11,6 +11,12 @@ partition's last known ISR (to tell an unclean election), and, per stream (a con
 docker-compose or Kubernetes log), a row waiting for its next line (a failure for its exception class,
 an unclean-election warning for the selector's result). It also collects the evidence of the Kafka era
 the file comes from.
+
+The KRaft era's meaning is not here: a KRaft broker's ``state.change.logger`` lines go to
+:class:`audit.kraft_broker_lines.KraftBrokerLines` and the QuorumController's to
+:class:`audit.kraft_controller_lines.KraftControllerLines`, which make :class:`audit.kraft_rows.KraftRow`
+rows (``reading.kraft_rows``; kept for files with KRaft evidence only, since ZooKeeper-mode brokers of 3.x
+print the same Leader/Follower lines).
 """
 from __future__ import annotations
 
@@ -19,6 +25,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from audit import kafka_line_patterns as pat
+from audit.kraft_broker_lines import KEYS as _KRAFT_BROKER_KEYS
+from audit.kraft_broker_lines import KraftBrokerLines
+from audit.kraft_controller_lines import KraftControllerLines
+from audit.kraft_rows import KraftRow
 from audit.log_layouts import BLANK, CONT, LOG, PART, LineSplitter
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
@@ -29,7 +39,7 @@ from statemachines.states import PartitionState
 ERA_0_8 = "0.8-0.11"   # no prefix; "Controller N epoch E ..." in the message; partitions as [t,0]
 ERA_1_0 = "1.0-2.5"    # "[Controller id=N epoch=E]" prefix; TRACE-level state-change.log by default
 ERA_2_6 = "2.6+"       # INFO-level state-change.log by default: no per-replica lines
-ERA_KRAFT = "kraft"    # QuorumController / KRaft broker lines: no controller state machines
+ERA_KRAFT = "kraft"    # QuorumController / KRaft broker lines: KRaft rows (audit.kraft_rows), no state machines
 _ERA_ORDER = (ERA_0_8, ERA_1_0, ERA_2_6)
 
 SAMPLE_SIZE = 10
@@ -74,6 +84,7 @@ class KafkaLogReading:
     notes: tuple[str, ...] = field(default_factory=tuple)
     layouts: dict[str, int] = field(default_factory=dict)   # log lines per layout ("kafka", "compose+strimzi")
     sources: tuple[str, ...] = ()                  # the files read, in reading order (when more than one)
+    kraft_rows: list[KraftRow] = field(default_factory=list)   # KRaft-era files: what their lines said
 
     @property
     def understood(self) -> bool:
@@ -90,7 +101,8 @@ class KafkaLogReader:
     __slots__ = ("path", "run_id", "sources", "sample_size", "counts", "sample", "_splitter", "_items", "_eras",
                  "_hints", "_kraft_lines", "_state_change_lines", "_dialect_080", "_epochs", "_isr", "_tps",
                  "_existing", "_active", "_pending", "_pending_kind", "_awaiting_exception", "_stream", "_parked",
-                 "_minute_ms", "_idents", "_loggers", "_item", "_cid", "_epoch", "_out", "_made_row")
+                 "_minute_ms", "_idents", "_loggers", "_item", "_cid", "_epoch", "_out", "_made_row", "_kraft_rows",
+                 "_kraft_broker", "_kraft_controller", "_kraft_row_lines", "_kraft_counted")
 
     def __init__(self, path: str, lines: Iterable[str] | None, *, run_id: str, sample_size: int = SAMPLE_SIZE,
                  items: Iterable[tuple] | None = None, splitter: LineSplitter | None = None,
@@ -127,6 +139,12 @@ class KafkaLogReader:
         self._epoch = -1
         self._out: list[AuditRow] = []
         self._made_row = False
+        # The KRaft era's meaning, in modules of its own (audit.kraft_broker_lines, audit.kraft_controller_lines).
+        self._kraft_rows: list[KraftRow] = []
+        self._kraft_broker = KraftBrokerLines(self._kraft_rows)
+        self._kraft_controller = KraftControllerLines(self._kraft_rows)
+        self._kraft_row_lines = 0              # lines that made KRaft rows (counted as "other" until the end)
+        self._kraft_counted = False
 
     # --- driving -------------------------------------------------------------------------------
     def rows(self) -> Iterator[AuditRow]:
@@ -166,11 +184,19 @@ class KafkaLogReader:
         self._stream = stream
 
     def reading(self, rows: list[AuditRow]) -> KafkaLogReading:
+        kraft = self._kraft_lines > 0
+        if kraft and not self._kraft_counted:
+            # Lines that made KRaft rows were counted as "other" while the era was not known yet.
+            self._kraft_counted = True
+            self.counts.rows += self._kraft_row_lines
+            self.counts.other -= self._kraft_row_lines
+        # The Leader/Follower lines of ZooKeeper-mode 3.x brokers make KRaft rows too: kept for KRaft files only.
+        kraft_rows = list(self._kraft_rows) if kraft else []
         return KafkaLogReading(
             path=self.path, run_id=self.run_id, rows=rows, counts=self.counts,
-            not_understood_sample=list(self.sample), era=self.era, kraft=self._kraft_lines > 0,
+            not_understood_sample=list(self.sample), era=self.era, kraft=kraft,
             is_log4j=bool(self._splitter.layouts), version_hints=tuple(sorted(self._hints)), notes=self._notes(rows),
-            layouts=self._layouts(), sources=tuple(self.sources))
+            layouts=self._layouts(), sources=tuple(self.sources), kraft_rows=kraft_rows)
 
     def _layouts(self) -> dict[str, int]:
         """Log lines per layout, the most used first."""
@@ -186,8 +212,8 @@ class KafkaLogReader:
     def _notes(self, rows: list[AuditRow]) -> tuple[str, ...]:
         notes = []
         if self._kraft_lines:
-            notes.append(f"KRaft: no controller state machines here ({self._kraft_lines} KRaft lines, "
-                         f"none made a row)")
+            notes.append(f"KRaft: no controller state machines here; {self._kraft_lines} KRaft lines, "
+                         f"{len(self._kraft_rows)} KRaft rows (audited by the KRaft checks)")
         if not self._splitter.layouts and self.counts.total > self.counts.header:
             notes.append("no line in any known log layout: not a Kafka log file")
         layouts = self._layouts()
@@ -261,8 +287,14 @@ class KafkaLogReader:
         kind = role[0]
         if logger == "state.change.logger":
             self._state_change_lines += 1
+            if key in _KRAFT_BROKER_KEYS and kind == "broker" and self._kraft_broker.line(
+                    self._kraft_head(), role[1], key, body):
+                self._kraft_row_lines += 1
             if key in _KRAFT_STATE_CHANGE_KEYS and pat.is_kraft_state_change(key, body):
                 kind = "kraft"
+        elif lclass == _L_KRAFT:
+            if self._kraft_controller.line(self._kraft_head(), role[1] if kind == "kraft" else None, key, body):
+                self._kraft_row_lines += 1
         if kind == "kraft" or lclass == _L_KRAFT:
             self._kraft_lines += 1
             self.counts.other += 1
@@ -355,10 +387,12 @@ class KafkaLogReader:
         if m is not None:
             epoch = m.group("epoch")
             return "controller", int(m.group("id")), int(epoch) if epoch is not None else None
-        if pat.IDENT_BROKER.match(ident):
-            return "broker", None, None
-        if pat.IDENT_KRAFT.match(ident):
-            return "kraft", None, None
+        m = pat.IDENT_BROKER.match(ident)
+        if m is not None:
+            return "broker", int(m.group("id")), None
+        m = pat.IDENT_KRAFT.match(ident)
+        if m is not None:
+            return "kraft", int(m.group("id")), None
         m = pat.IDENT_OLD_CONTROLLER.match(ident)
         if m is not None:
             return "controller-old", int(m.group("id")), None
@@ -383,6 +417,11 @@ class KafkaLogReader:
             return None
 
     # --- rows ------------------------------------------------------------------------------------
+    def _kraft_head(self) -> tuple:
+        """(run_id, source, position, seq, time_ms) of the line being read, for a KRaft row."""
+        item = self._item
+        return self.run_id, item[2], item[3], item[1], self._ts_ms(item[5])
+
     def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
              leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
         item = self._item

@@ -21,8 +21,9 @@ prints them, assigned replicas for NewPartition), failed and refused transitions
 class of the stack trace that follows as ``error``), leader/ISR rewrites without a state change
 (ISR removals, accepted AlterIsr), controller elections and topic deletions. A partition's last
 known ISR (from earlier rows and the controller's request lines) tells whether an election to
-OnlinePartition was unclean. KRaft files (QuorumController, KRaft broker lines) are recognised
-and make no rows: there are no controller state machines in KRaft.
+OnlinePartition was unclean. KRaft files (QuorumController, KRaft broker lines) have no controller
+state machines: they make no audit rows but KRaft rows (``reading.kraft_rows``, :mod:`audit.kraft_rows`),
+read by :mod:`audit.kraft_broker_lines` and :mod:`audit.kraft_controller_lines`.
 """
 from __future__ import annotations
 

@@ -17,7 +17,12 @@ violations, with dicts:
   ReplicaDeletionIneligible at the end of an era) come out of the same pass.
 
 ``audit(rows)`` takes any iterable of :class:`audit.rows.AuditRow` (or plain tuples in its
-column order).
+column order), and ``kraft_rows`` (:class:`audit.kraft_rows.KraftRow`, KRaft-era logs), checked by
+:func:`audit_kraft`'s pass (see ``audit.checks`` for what it checks): per run, in order, with dicts per
+scope (a broker or a controller that logged the rows) of each partition's topic id and highest leader
+and partition epochs, of registered broker epochs, and per controller of its highest Raft epoch and
+active claim. The Spark engine has no KRaft pass: KRaft rows come from text logs, always read in the
+driver, and the runner merges this pass's report into the engine's (``checks.merge_reports``).
 """
 from __future__ import annotations
 
@@ -26,12 +31,18 @@ from collections.abc import Iterable
 from operator import itemgetter
 
 from audit.checks import (
+    CHURN_EPOCHS, CHURN_WINDOW_MS, KRAFT_BROKER_EPOCH_DECREASED, KRAFT_CONTROLLER_CHURN, KRAFT_DUPLICATE_LEADER,
+    KRAFT_ELR_ELECTION, KRAFT_EPOCH_DECREASED, KRAFT_INVALID_REGISTRATION, KRAFT_LEADER_EPOCH_GAP,
+    KRAFT_LEADER_NOT_IN_ISR, KRAFT_RAFT_EPOCH_DECREASED, KRAFT_RESTART_IN_OLD_SESSION, KRAFT_SESSION_TIMEOUT,
+    KRAFT_STALE_BROKER_EPOCH, KRAFT_TWO_ACTIVE_CONTROLLERS, KRAFT_TWO_LEADERS_IN_EPOCH, KRAFT_UNCLEAN_ELECTION,
+    kraft_violation,
     CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DELETION_STUCK, DISCONTINUITY,
     DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION, ISR_NOT_IN_REPLICAS,
     LEADER_EPOCH_DECREASED, LEADER_NOT_IN_ISR, LEGAL_TRANSITIONS, NON_EXISTENT, REFUSED_TRANSITION, UNCLEAN_ELECTION,
     ZOMBIE_WRITE, Report, Violation, build_report, violation,
 )
 from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
+from audit import kraft_rows as kr
 from audit.rows import (
     CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION, REPLICA_TRANSITION, TOPIC_CREATED,
     TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow,
@@ -50,14 +61,22 @@ def _null_safe_order(row) -> tuple:
     return (seq is not None, seq or 0, source is not None, source or "", position is not None, position or 0)
 
 
-def audit(rows: Iterable[AuditRow], *, limit: int | None = None) -> Report:
-    """Run every check over ``rows``; list at most ``limit`` violations (the counts are always exact)."""
+def audit(rows: Iterable[AuditRow], *, limit: int | None = None, kraft_rows: Iterable = ()) -> Report:
+    """Run every check over ``rows`` (and the KRaft checks over ``kraft_rows``); list at most ``limit``
+    violations (the counts are always exact)."""
     by_run: dict = defaultdict(list)
     for row in rows:
         by_run[row[0]].append(row)
     rows_by_kind: Counter = Counter()
     failures: Counter = Counter()
     found: list[Violation] = []
+    kraft_by_run: dict = defaultdict(list)
+    for row in kraft_rows:
+        kraft_by_run[row[0]].append(row)
+    for run_rows in kraft_by_run.values():
+        rows_by_kind.update(map(_kind, run_rows))
+        run_rows.sort(key=_kraft_order)
+        _audit_kraft_run(run_rows, found.append)
     for run_rows in by_run.values():
         kinds = Counter(map(_kind, run_rows))
         rows_by_kind.update(kinds)
@@ -70,7 +89,14 @@ def audit(rows: Iterable[AuditRow], *, limit: int | None = None) -> Report:
         _audit_run(run_rows, elections, found, failures)
     counts = Counter((v.kind, v.run_id, v.source) for v in found)
     rows_by_run = {run_id: len(run_rows) for run_id, run_rows in by_run.items()}
-    return build_report(found, counts, rows_by_kind, failures, len(by_run), limit, rows_by_run)
+    for run_id, run_rows in kraft_by_run.items():
+        rows_by_run[run_id] = rows_by_run.get(run_id, 0) + len(run_rows)
+    return build_report(found, counts, rows_by_kind, failures, len(rows_by_run), limit, rows_by_run)
+
+
+def audit_kraft(kraft_rows: Iterable, *, limit: int | None = None) -> Report:
+    """The KRaft checks alone (the Spark path's complement: see the module's docstring)."""
+    return audit((), limit=limit, kraft_rows=kraft_rows)
 
 
 def _audit_run(rows: list, has_elections: bool, out: list, failures: Counter) -> None:
@@ -185,3 +211,161 @@ def _end_era(last_transition: dict, last_boundary: dict, emit) -> None:
         to_state = row[13]
         if gone is not None and to_state is not None and to_state != gone:
             emit(_found(DELETED_TOPIC_HAS_STATE, row, boundary[3]))
+
+
+# --- the KRaft era --------------------------------------------------------------------------------------
+_kraft_order = itemgetter(3)   # seq (a line may make two rows: kept in the order made)
+_BROKER_SCOPE = frozenset((kr.KRAFT_LEADER, kr.KRAFT_FOLLOWER, kr.KRAFT_PARTITION_CREATED))
+_EPOCH_ROWS = frozenset((kr.KRAFT_LEADER, kr.KRAFT_FOLLOWER, kr.KRAFT_REGISTRATION, kr.KRAFT_ELECTION))
+
+
+def _audit_kraft_run(rows: list, emit) -> None:
+    """One run's KRaft rows, in order (see ``audit.checks`` for the checks and findings)."""
+    found = kraft_violation
+    scopes: dict = {}          # ("broker"|"controller", node) -> {(topic key, partition): [tid, le, le seq, pe, pe seq]}
+    first_leader: dict = {}    # (topic id, partition, leader epoch) -> (leader, node, seq)
+    registered: dict = {}      # controller node -> {broker: (broker epoch, seq)}
+    cluster: dict = {}         # controller node -> its cluster id
+    raft_max: dict = {}        # controller node -> (highest Raft epoch, seq)
+    epoch_leader: dict = {}    # (cluster id, Raft epoch) -> (leader, node, seq)
+    active: dict = {}          # controller node -> the Raft epoch it became active at (a standing claim)
+    # Churn is counted over the run (one cluster: a controller's cluster id is known only once it starts).
+    window: list = []          # (time_ms, epoch) of the run's new Raft epochs within the churn window
+    churning = False           # in a burst already reported
+    seen_epoch = -1            # the run's highest Raft epoch
+    duplicates: dict = {}      # controller node -> [first row, count, last seq] of a refused-registration streak
+
+    def end_streak(node):
+        streak = duplicates.pop(node, None)
+        if streak is not None:
+            emit(found(KRAFT_RESTART_IN_OLD_SESSION, streak[0], streak[1], streak[2]))
+
+    for row in rows:
+        kind = row.kind
+        node = row.node
+        if kind in _EPOCH_ROWS or kind == kr.KRAFT_PARTITION_CREATED:
+            role = "broker" if kind in _BROKER_SCOPE else "controller"
+            scope = scopes.get((role, node))
+            if scope is None:
+                scope = scopes[(role, node)] = {}
+            tid = row.topic_id
+            key = (row.topic if row.topic is not None else tid, row.partition)
+            entry = scope.get(key)
+            if entry is None or (tid is not None and entry[0] is not None and tid != entry[0]):
+                entry = scope[key] = [tid, None, None, None, None]   # a new topic id: a new topic
+            elif entry[0] is None:
+                entry[0] = tid
+            if kind == kr.KRAFT_PARTITION_CREATED:
+                continue
+            le, pe, leader, isr = row.leader_epoch, row.partition_epoch, row.leader, row.isr
+            if le is not None and le >= 0:
+                if entry[1] is not None and le < entry[1]:
+                    emit(found(KRAFT_EPOCH_DECREASED, row, ("leader epoch", le), (entry[1], entry[2])))
+                else:
+                    if role == "broker":
+                        if entry[1] is not None:
+                            if le > entry[1] + 1:
+                                emit(found(KRAFT_LEADER_EPOCH_GAP, row, entry[1], entry[2]))
+                        elif kind == kr.KRAFT_LEADER and row.epoch is not None and row.epoch >= 0 \
+                                and le > row.epoch + 1:
+                            emit(found(KRAFT_LEADER_EPOCH_GAP, row, row.epoch, None))
+                    entry[1], entry[2] = le, row.seq
+                tid = entry[0]
+                if tid is not None and leader is not None and leader >= 0:
+                    lkey = (tid, row.partition, le)
+                    first = first_leader.get(lkey)
+                    if first is None:
+                        first_leader[lkey] = (leader, node, row.seq)
+                    elif first[0] != leader:
+                        emit(found(KRAFT_DUPLICATE_LEADER, row, first[0], (first[1], first[2])))
+            if pe is not None and pe >= 0:
+                if entry[3] is not None and pe < entry[3]:
+                    emit(found(KRAFT_EPOCH_DECREASED, row, ("partition epoch", pe), (entry[3], entry[4])))
+                else:
+                    entry[3], entry[4] = pe, row.seq
+            if kind == kr.KRAFT_ELECTION:
+                emit(found(KRAFT_ELR_ELECTION if row.detail == kr.ELECTED_FROM_ELR else KRAFT_UNCLEAN_ELECTION, row))
+            elif isr is not None and leader is not None and leader >= 0 and leader not in isr:
+                emit(found(KRAFT_LEADER_NOT_IN_ISR, row))
+            if kind == kr.KRAFT_REGISTRATION and isr is not None:
+                wrong = []
+                if row.replicas is not None and any(b not in row.replicas for b in isr):
+                    wrong.append("the ISR is not a subset of the replicas")
+                if row.elr and any(b in isr for b in row.elr):
+                    wrong.append("the ELR and the ISR overlap")
+                if row.recovering and len(isr) != 1:
+                    wrong.append("RECOVERING with an ISR other than one broker")
+                if wrong:
+                    emit(found(KRAFT_INVALID_REGISTRATION, row, "; ".join(wrong)))
+            continue
+
+        if kind in kr.REPLAY_RESET_KINDS:
+            scopes.pop(("controller", node), None)
+            registered.pop(node, None)
+            active.pop(node, None)
+            if kind == kr.KRAFT_CONTROLLER_STARTED:
+                if cluster.get(node, row.detail) != row.detail:
+                    raft_max.pop(node, None)               # a new cluster: Raft epochs start over
+                cluster[node] = row.detail
+            continue
+
+        if kind == kr.KRAFT_RAFT_EPOCH or kind == kr.KRAFT_ACTIVATED:
+            epoch, leader = row.epoch, row.leader
+            highest = raft_max.get(node)
+            if highest is not None and epoch < highest[0]:
+                emit(found(KRAFT_RAFT_EPOCH_DECREASED, row, highest[0], highest[1]))
+            elif highest is None or epoch > highest[0]:
+                raft_max[node] = (epoch, row.seq)
+            cid = cluster.get(node)
+            if leader is not None and leader >= 0:
+                lkey = (cid, epoch)
+                first = epoch_leader.get(lkey)
+                if first is None:
+                    epoch_leader[lkey] = (leader, node, row.seq)
+                elif first[0] != leader:
+                    emit(found(KRAFT_TWO_LEADERS_IN_EPOCH, row, first[0], (first[1], first[2])))
+            if kind == kr.KRAFT_ACTIVATED:
+                for other, since in sorted(active.items()):
+                    if other != node:
+                        emit(found(KRAFT_TWO_ACTIVE_CONTROLLERS, row, other, since))
+                active[node] = epoch
+            elif node in active and epoch > active[node] and leader != node:
+                del active[node]
+            # Churn: new epochs of the cluster within the window.
+            if row.time_ms is not None and epoch > seen_epoch:
+                seen_epoch = epoch
+                window.append((row.time_ms, epoch))
+                while window[0][0] < row.time_ms - CHURN_WINDOW_MS:
+                    window.pop(0)
+                if len(window) >= CHURN_EPOCHS:
+                    if not churning:
+                        churning = True
+                        emit(found(KRAFT_CONTROLLER_CHURN, row, len(window), (window[0][1], epoch)))
+                else:
+                    churning = False
+            continue
+
+        if kind == kr.KRAFT_BROKER_REGISTERED:
+            end_streak(node)
+            regs = registered.setdefault(node, {})
+            prev = regs.get(row.broker)
+            if (prev is not None and row.detail == kr.REGISTERED_INCARNATION and row.epoch is not None
+                    and row.epoch <= prev[0]):
+                emit(found(KRAFT_BROKER_EPOCH_DECREASED, row, prev[0], prev[1]))
+            regs[row.broker] = (row.epoch, row.seq)
+        elif kind == kr.KRAFT_BROKER_CHANGED or kind == kr.KRAFT_BROKER_FENCED:
+            prev = registered.get(node, {}).get(row.broker)
+            if prev is not None and row.epoch is not None and row.epoch != prev[0]:
+                emit(found(KRAFT_STALE_BROKER_EPOCH, row, prev[0]))
+            if kind == kr.KRAFT_BROKER_FENCED:
+                end_streak(node)
+                emit(found(KRAFT_SESSION_TIMEOUT, row))
+        elif kind == kr.KRAFT_DUPLICATE_REGISTRATION:
+            streak = duplicates.get(node)
+            if streak is None:
+                duplicates[node] = [row, 1, row.seq]
+            else:
+                streak[1] += 1
+                streak[2] = row.seq
+    for node in sorted(duplicates):
+        end_streak(node)

@@ -10,7 +10,9 @@ What ``kcontroller audit PATH...`` runs. A PATH is
 A path that does not exist, a glob that matches nothing, or a file that is not text is an *input
 error*: the others are still audited, and the result says which inputs failed (the command exits
 2). A Kafka file that is text but not a Kafka log is read (every line "not understood") and its
-reading says so; KRaft files are recognised and reported as having no controller state machines.
+reading says so. KRaft files have no controller state machines: their rows (:mod:`audit.kraft_rows`)
+go through the KRaft checks (:func:`audit.local_engine.audit_kraft`), in process whichever the engine,
+and that report is merged into the engine's.
 
 The engine: ``local`` (in process, no JVM) or ``spark`` (:mod:`audit.spark_engine`, on the active
 session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
@@ -30,7 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from audit import local_engine
-from audit.checks import FINDING_KINDS, VIOLATION_KINDS, Report, Violation, state_name
+from audit.checks import ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, Report, Violation, merge_reports, state_name
 from audit.kafka_text_logs import (
     KafkaLogError, KafkaLogReading, read_kafka_log, read_kafka_logs, rotation_sets, run_id_for,
 )
@@ -133,8 +135,8 @@ class AuditResult:
             "input_errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
             "notes": list(self.notes),
             "summary": summary,
-            "violation_kinds": VIOLATION_KINDS,
-            "finding_kinds": FINDING_KINDS,
+            "violation_kinds": ALL_VIOLATION_KINDS,
+            "finding_kinds": ALL_FINDING_KINDS,
             "violations": [violation_json(v) for v in self.report.violations],
             "findings": [violation_json(v) for v in self.report.findings],
             "timeline": self.timeline,
@@ -278,8 +280,10 @@ def choose_engine(engine: str, total_bytes: int, spark_threshold: int) -> tuple[
     return "spark", None
 
 
-def _read_kafka_logs(inputs: list[AuditInput]) -> list[AuditRow]:
+def _read_kafka_logs(inputs: list[AuditInput]) -> tuple[list[AuditRow], list]:
+    """The Kafka inputs' audit rows and KRaft rows."""
     rows: list[AuditRow] = []
+    kraft_rows: list = []
     for i in inputs:
         if i.type != KAFKA_LOG:
             continue
@@ -292,7 +296,8 @@ def _read_kafka_logs(inputs: list[AuditInput]) -> list[AuditRow]:
             i.error = exc.reason
             continue
         rows += i.reading.rows
-    return rows
+        kraft_rows += i.reading.kraft_rows
+    return rows, kraft_rows
 
 
 def _audit_local(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
@@ -306,8 +311,9 @@ def _audit_local(inputs: list[AuditInput], limit: int | None) -> tuple[Report, d
         except LogError as exc:  # the rows before the damage are audited; the input is reported
             i.error = str(exc)
         i.notes += [str(t) for t in stats.torn_tails]
-    rows += _read_kafka_logs(inputs)
-    report = local_engine.audit(rows, limit=limit)
+    kafka_rows, kraft_rows = _read_kafka_logs(inputs)
+    rows += kafka_rows
+    report = local_engine.audit(rows, limit=limit, kraft_rows=kraft_rows)
     return report, timeline_of(_transition_times(rows), report)
 
 
@@ -329,7 +335,7 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     event_logs = [i.path for i in inputs if i.type == EVENT_LOG]
     if event_logs:
         frames.append(read_logs_df(spark, event_logs))
-    kafka_rows = _read_kafka_logs(inputs)
+    kafka_rows, kraft_rows = _read_kafka_logs(inputs)
     if kafka_rows:
         frames.append(spark.createDataFrame(pa.Table.from_batches([rows_to_arrow(kafka_rows)])))
     if not frames:
@@ -339,6 +345,8 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
         df = df.unionByName(other)
     timeline = spark_engine.TransitionTimeline(TIMELINE_BUCKETS)
     report = spark_engine.audit(df, limit=limit, timeline=timeline)
+    if kraft_rows:
+        report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
     return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
 
 
@@ -420,6 +428,7 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
         report, timeline = _audit_local(inputs, limit)
     kraft = [i.path for i in inputs if i.reading is not None and i.reading.kraft]
     if kraft:
-        notes.append(f"{len(kraft)} KRaft file(s): KRaft has no controller state machines, so there is nothing in "
-                     f"them to audit (read, recognised, and reported as such): {', '.join(kraft)}")
+        notes.append(f"{len(kraft)} KRaft file(s): KRaft has no controller state machines; their broker and "
+                     f"controller lines were audited by the KRaft checks (epochs, leaders and ISRs, registrations, "
+                     f"the quorum): {', '.join(kraft)}")
     return AuditResult(chosen, master if chosen == "spark" else None, inputs, errors, report, timeline, notes)

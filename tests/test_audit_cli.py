@@ -1,6 +1,6 @@
 """``kcontroller audit``: inputs, engines, exit statuses, the JSON and HTML reports, and the verdict on
 every real Kafka log in ../shared/real-logs (controller-epoch resets, unclean and failed elections,
-deletions stuck in ReplicaDeletionIneligible, KRaft files said to have nothing to audit)."""
+deletions stuck in ReplicaDeletionIneligible, and the KRaft files' findings)."""
 from __future__ import annotations
 
 import json
@@ -46,6 +46,13 @@ REAL_VERDICTS = {
     "vishalbb27-kafka-3.2.1-controller-part1.log": ({"controller_epoch_reset": 1}, {}),
     "vishalbb27-kafka-3.2.1-state-change-part2.log": ({}, {"failed_election": 2}),
     "vishalbb27-kafka-3.2.1-state-change-part3.log": ({}, {"failed_election": 34}),
+    # KRaft files: the KRaft checks' findings (tests/test_kraft_logs.py checks each against its file).
+    "ammar-kafka-4.0-controller-fencing.log": ({}, {"kraft_session_timeout": 6, "kraft_restart_in_old_session": 5}),
+    "betrajj-kafka-kraft-3.9-controller-2025-02-07-11.log": ({}, {"kraft_controller_churn": 1}),
+    "betrajj-kafka-kraft-3.9-controller-2025-02-11-15.log": ({}, {"kraft_controller_churn": 3}),
+    "betrajj-kafka-kraft-3.9-state-change.log": ({}, {"kraft_leader_epoch_gap": 5}),
+    "graphlogistics-kafka-4.1.1-controller-elr.log": ({}, {"kraft_session_timeout": 1, "kraft_elr_election": 52}),
+    "graphlogistics-kafka-4.1.1-state-change.log": ({}, {"kraft_leader_epoch_gap": 52}),
 }
 KRAFT_FILES = 8
 NOT_LOGS = {"INDEX.md", "confluentinc-examples-multiregion-describe-liveobservers.txt",
@@ -102,9 +109,9 @@ def test_every_real_file_is_read_and_audited_as_it_shows():
         expected = REAL_VERDICTS.get(name, ({}, {}))
         got = (dict(violations.get(i.run_id, {})), dict(findings.get(i.run_id, {})))
         assert got == expected, name
-    # KRaft files make no rows, and the report says why.
+    # KRaft files make no audit rows but KRaft rows, and the report says so.
     kraft = [i for i in result.inputs if i.reading is not None and i.reading.kraft]
-    assert len(kraft) == KRAFT_FILES and all(i.reading.rows == [] for i in kraft)
+    assert len(kraft) == KRAFT_FILES and all(i.reading.rows == [] and i.reading.kraft_rows for i in kraft)
     assert any("KRaft has no controller state machines" in n for n in result.notes)
     # Resets are the only violations; the files that are not logs make the audit exit 2.
     assert result.exit_status == 2

@@ -374,13 +374,14 @@ def test_each_line_names_its_controller_and_lines_without_epoch_use_the_last_one
 
 
 # --- KRaft ----------------------------------------------------------------------------------------------------
-def test_kraft_lines_are_recognised_and_make_no_rows():
+def test_kraft_lines_are_recognised_and_make_kraft_rows_not_audit_rows():
     r = read(trace("[QuorumController id=10] Fencing broker 1 at epoch 7 because its session has timed out.",
                    "org.apache.kafka.controller.ReplicationControlManager", "INFO"),
              trace("[Broker id=0] Creating new partition t-0 with topic id yAKEixxUT1yJzTyrH9xg3A.", level="INFO"),
              trace("[Broker id=0] Transitioning 51 partition(s) to local followers.", level="INFO"))
     assert r.rows == [] and r.kraft and r.era == ERA_KRAFT
-    assert (r.counts.other, r.counts.not_understood) == (3, 0)
+    assert [x.kind for x in r.kraft_rows] == ["kraft_broker_fenced", "kraft_partition_created"]
+    assert (r.counts.rows, r.counts.other, r.counts.not_understood) == (2, 1, 0)
     assert any("no controller state machines" in n for n in r.notes)
 
 
@@ -620,9 +621,9 @@ def test_every_real_file_is_read_whole(name):
         # an entry, or it is a header. There is no not-understood line left to justify.
         assert reading.is_log4j and reading.counts.not_understood == 0, reading.not_understood_sample
     if name in KRAFT:
-        assert reading.kraft and reading.era == ERA_KRAFT and reading.rows == []
+        assert reading.kraft and reading.era == ERA_KRAFT and reading.rows == [] and reading.kraft_rows
     else:
-        assert not reading.kraft
+        assert not reading.kraft and reading.kraft_rows == []
 
 
 @needs_real_logs
