@@ -74,9 +74,15 @@ class SimulationError(RuntimeError):
 
 
 class Simulation:
-    """The cluster of ``scenario`` on a simulated clock; ``sink`` receives every record."""
+    """The cluster of ``scenario`` on a simulated clock; ``sink`` receives every record.
 
-    def __init__(self, scenario: Scenario, *, seed: int | None = None, sink: Callable[[tuple], object] | None = None):
+    ``column_sink`` (optional) receives the controller's columnar batches (:class:`events.columns.ColumnBatch`,
+    e.g. ``LogWriter.append_columns``) into the same stream as ``sink`` (the Journal's contract); without
+    one, ``sink`` gets every record of a batch, in order. With a ``quorum`` section every record goes
+    to ``sink`` (the quorum reads records one by one)."""
+
+    def __init__(self, scenario: Scenario, *, seed: int | None = None, sink: Callable[[tuple], object] | None = None,
+                 column_sink: Callable[[object], object] | None = None):
         unsupported = sorted({s.action for s in scenario.steps} - SUPPORTED_ACTIONS)
         if unsupported:
             raise SimulationError(f"{scenario.source}: steps not simulated yet: {', '.join(unsupported)}")
@@ -110,6 +116,8 @@ class Simulation:
                 _metadata(rec)
                 _out(rec)
         self.journal = Journal(journal_sink)
+        if self.quorum is None:
+            self.journal.column_sink = self._column_sink(sink, column_sink)
         self.replication = Replication(self)
         self.topic_configs: dict[str, dict[str, str]] = {}
         self.topic_partitions: dict[str, int] = {}
@@ -133,6 +141,25 @@ class Simulation:
         self.journal.input(SimulationStarted, scenario.name, scenario.source, scenario.text or dump_scenario(scenario),
                            self.seed)
         self.journal.input(ClusterCreated, self.seed, tuple(sorted(scenario.cluster.configs.items())))
+
+    def _column_sink(self, sink: Callable[[tuple], object], column_sink: Callable[[object], object] | None):
+        """The journal's column sink: the metrics take each batch on its columns, then the caller's column
+        sink does, or (a caller with a row sink only) the row sink gets its records in offset order."""
+        observe_batch = self.metrics.observe_batch
+        if column_sink is not None:
+            def batches(batch, _out=column_sink) -> None:
+                observe_batch(batch)
+                _out(batch)
+        elif self.records is not None:
+            def batches(batch, _out=self.records.extend) -> None:
+                observe_batch(batch)
+                _out(batch.records())
+        else:
+            def batches(batch, _out=sink) -> None:
+                observe_batch(batch)
+                for rec in batch.records():
+                    _out(rec)
+        return batches
 
     # --- running -------------------------------------------------------------------------------------
     def run(self, progress: Callable[[int, int], object] | None = None) -> None:
@@ -397,7 +424,9 @@ class Simulation:
         self.brokers[b] = broker
         self._by_id = sorted(self.brokers.items())
         self._input(BrokerStarted, b, broker.host, broker.port, rack)
-        if not broker.start():
+        started = broker.start()
+        self.metrics.brokers_changed()
+        if not started:
             since = f" (gone since {previous.stopped_ms / 1000:g}s)" if previous is not None else ""
             self._note(line, f"broker {b} did not start: /brokers/ids/{b} still belongs to the ZooKeeper session "
                              f"of its previous process{since}, which has not expired yet (zookeeper.session."
@@ -502,6 +531,7 @@ class Simulation:
         if not self.config.get_bool("controlled.shutdown.enable") or retries <= 0:
             self._input(BrokerStopped, b)
             broker.stop()
+            self.metrics.brokers_changed()
             return
         backoff = self.config.get_int("controlled.shutdown.retry.backoff.ms")
         self._input(ControlledShutdownRequested, b, broker.broker_epoch)
@@ -510,11 +540,13 @@ class Simulation:
             if error == NONE and not remaining:
                 self._input(BrokerStopped, b)
                 broker.stop()
+                self.metrics.brokers_changed()
             elif retries > 1:
                 self.loop.after(backoff, broker.on(lambda: self._controlled_shutdown(b, retries - 1)), "retry")
             else:
                 self._input(BrokerStopped, b)
                 broker.stop()
+                self.metrics.brokers_changed()
 
         def request(controller) -> None:
             # The answer goes back over the network to the shutting-down broker.
@@ -546,18 +578,21 @@ class Simulation:
             b = self.controller_id if a.get("controller") else a["broker"]
             self._input(BrokerKilled, b)
             self._running(b).kill()
+            self.metrics.brokers_changed()
         elif action == "expire_session":
             self._expire_session(self.controller_id if a.get("controller") else a["broker"],
                                  a.get("notice_after_ms") or 0, step.line)
         elif action == "partition_network":
             self.network.cut(cut_links(a, self.scenario.cluster.brokers, self.controller_id))
             self.replication.links_cut()
+            self.metrics.brokers_changed()
         elif action == "heal_network":
             self.network.heal()
             for b in sorted(self.brokers):
                 broker = self.brokers[b]
                 if broker.alive and broker.zk.holds_notifications:
                     broker.zk.reconnect()
+            self.metrics.brokers_changed()
         elif action == "note":
             self.metrics.observe_step({"kind": "note", "at_s": self.loop.now / 1000, "line": step.line,
                                        "text": a["text"]})
@@ -641,9 +676,11 @@ class Simulation:
         failed.add(d)
         self._input(LogDirFailed, b, d)
         self.replication.log_dir_failed(b, d)
+        self.metrics.log_dir_failed(b, d)
         if all(x in failed for x in self.log_dirs):
             _log.info("Shutdown broker because all log dirs have failed", broker_id=b, log_dir=d)
             broker.kill()
+            self.metrics.brokers_changed()
             return
         broker.zk.propagate_log_dir_event(b)
 
