@@ -1,53 +1,111 @@
 """The timeline of a simulation run as a picture (``kcontroller simulate --plot FILE.png``).
 
-Three panels over simulated time: offline, under-replicated and under-min-ISR partitions (as the
-controller's state says, the way Kafka's own metrics count them); produce errors per second by
-error code; the controller epoch. The scenario's fault steps are marked on every panel.
-matplotlib is imported here only, with its file-only Agg backend, so nothing else pays for it.
+Drawn from the run's time series (:func:`sim.series.series`, the columns ``--series`` writes), so each
+figure has one definition. Three panels over simulated time: partitions offline, unavailable to
+clients, under-replicated and under min ISR (the most during each interval); produce errors per
+interval by error code; produce latency of acknowledged writes (p50, p99, max per interval, log
+scale). Counts have integer ticks. The scenario's steps that change the cluster's health are marked
+on every panel (faults grey, the others green) and named on the first by their target
+(``kill_broker(broker=5)``); each controller elected after the first is marked with its broker and
+epoch. The headline under the title: acknowledged writes lost (when any), unavailable and offline
+partition-seconds. matplotlib is imported here only, with its file-only Agg backend, so nothing else
+pays for it.
 """
 from __future__ import annotations
 
-from sim.metrics import FAULT_ACTIONS, Metrics
+from sim.metrics import FAULT_ACTIONS, Metrics, fault_label
+from sim.series import GAUGES, PRODUCE_ERRORS, series as make_series
+
+_GAUGE_STYLE = {"offline": ("offline", "tab:red", "-"), "unavailable": ("unavailable to clients", "black", "-"),
+                "under_replicated": ("under-replicated", "tab:orange", "-"),
+                "under_min_isr": ("under min ISR", "tab:purple", "--")}
+_LABEL_ARGS = ("broker", "controller", "isolate", "from", "groups", "dir")   # what names a fault's target
 
 
-def plot_timeline(metrics: Metrics, path: str, title: str = "") -> None:
+def plot_timeline(metrics: Metrics, path: str, title: str = "", series: dict | None = None,
+                  summary: dict | None = None) -> None:
+    """Draw the run into the PNG file ``path`` (``series`` and ``summary``: the run's, made here if not given)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    end_s = metrics.sim.loop.now / 1000
-    points = metrics.timeline + [[metrics.sim.loop.now, *metrics.timeline[-1][1:]]]
-    t = [p[0] / 1000 for p in points]
-    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, sharex=True, figsize=(10, 7),
-                                        gridspec_kw={"height_ratios": [3, 2, 1]})
-    ax1.step(t, [p[1] for p in points], where="post", label="offline", color="tab:red")
-    ax1.step(t, [p[2] for p in points], where="post", label="under-replicated", color="tab:orange")
-    ax1.step(t, [p[3] for p in points], where="post", label="under min ISR", color="tab:purple", linestyle="--")
+    s = series if series is not None else make_series(metrics)
+    t = s["time_s"] + [s["end_s"][-1]]
+
+    def steps(column: str) -> list:
+        values = s[column]
+        return values + values[-1:]
+
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, sharex=True, figsize=(11, 8),
+                                        gridspec_kw={"height_ratios": [3, 2, 2]})
+    for name, _ in GAUGES:
+        label, color, style = _GAUGE_STYLE[name]
+        ax1.step(t, steps(name), where="post", label=label, color=color, linestyle=style,
+                 linewidth=1.6 if name == "unavailable" else 1.2)
     ax1.set_ylabel("partitions")
+    ax1.set_ylim(bottom=0)
     ax1.legend(loc="upper right", fontsize="small")
 
-    codes = sorted({code for bucket in metrics.error_buckets.values() for code in bucket})
-    seconds = sorted(metrics.error_buckets)
-    bottom = [0] * len(seconds)
+    codes = [c for c in list(PRODUCE_ERRORS) + sorted(k[len("errors_"):] for k in s if k.startswith("errors_")
+                                                      and k[len("errors_"):] not in PRODUCE_ERRORS)
+             if any(s[f"errors_{c}"])]
+    widths = [b - a for a, b in zip(s["time_s"], s["end_s"])]
+    bottom = [0] * len(s["time_s"])
     for code in codes:
-        heights = [metrics.error_buckets[s].get(code, 0) for s in seconds]
-        ax2.bar(seconds, heights, width=1.0, align="edge", bottom=bottom, label=code)
+        heights = s[f"errors_{code}"]
+        ax2.bar(s["time_s"], heights, width=widths, align="edge", bottom=bottom, label=code)
         bottom = [b + h for b, h in zip(bottom, heights)]
-    ax2.set_ylabel("produce errors / s")
+    interval = widths[0] if widths else 1
+    ax2.set_ylabel(f"produce errors / {interval:g}s")
     if codes:
         ax2.legend(loc="upper right", fontsize="small")
 
-    ax3.step(t, [p[4] for p in points], where="post", color="tab:blue")
-    ax3.set_ylabel("controller epoch")
+    drawn = False
+    for column, label, color in (("latency_max_ms", "max", "tab:red"), ("latency_p99_ms", "p99", "tab:orange"),
+                                 ("latency_p50_ms", "p50", "tab:green")):
+        xs = [x for x, v in zip(s["time_s"], s[column]) if v is not None]
+        ys = [max(v, 0.5) for v in s[column] if v is not None]    # a 0 ms latency drawn on the log axis
+        if xs:
+            ax3.plot([x + interval / 2 for x in xs], ys, marker=".", markersize=3, linewidth=0.9, label=label,
+                     color=color)
+            drawn = True
+    ax3.set_ylabel("produce latency (ms)")
+    if drawn:
+        ax3.set_yscale("log")
+        ax3.legend(loc="upper right", fontsize="small")
     ax3.set_xlabel("simulated time (s)")
-    ax3.set_xlim(0, end_s)
+    ax3.set_xlim(0, s["end_s"][-1])
+    for ax in (ax1, ax2):
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
     for f in metrics.faults:
-        if f["action"] in FAULT_ACTIONS:
+        fault = f["action"] in FAULT_ACTIONS
+        x = f["at_ms"] / 1000
+        for ax in (ax1, ax2, ax3):
+            ax.axvline(x, color="grey" if fault else "tab:green", linewidth=0.8, linestyle=":")
+        ax1.annotate(fault_label(f["action"], {k: v for k, v in f["args"].items() if k in _LABEL_ARGS and
+                                               v is not False and not (k == "controller" and "broker" in f["args"])}),
+                     (x, 0.98), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                     fontsize="small", color="dimgrey" if fault else "darkgreen",
+                     bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    epoch = s["controller_epoch"][0]
+    for x, cid, e in zip(s["time_s"], s["controller_id"], s["controller_epoch"]):
+        if e != epoch:       # a controller elected after the first
+            epoch = e
             for ax in (ax1, ax2, ax3):
-                ax.axvline(f["at_ms"] / 1000, color="grey", linewidth=0.8, linestyle=":")
-            ax1.annotate(f["action"], (f["at_ms"] / 1000, 1), xycoords=("data", "axes fraction"),
-                         rotation=90, va="top", ha="right", fontsize="x-small", color="grey")
-    fig.suptitle(title or metrics.sim.scenario.name)
-    fig.tight_layout()
+                ax.axvline(x, color="tab:blue", linewidth=0.8, linestyle="--", alpha=0.6)
+            ax1.annotate(f"controller {cid} (epoch {e})", (x, 0.02), xycoords=("data", "axes fraction"),
+                         rotation=90, va="bottom", ha="left", fontsize="x-small", color="tab:blue")
+
+    summary = summary if summary is not None else metrics.summary()
+    lost = summary["acknowledged_writes_lost"]
+    headline = (f"{lost:,} acknowledged writes lost" if lost else "no acknowledged write lost") + (
+        f"; unavailable to clients {summary['unavailable_partition_seconds']:,g} partition-s, offline "
+        f"{summary['offline_partition_seconds']:,g} partition-s")
+    fig.suptitle(title or metrics.sim.scenario.name, fontsize="large")
+    fig.text(0.5, 0.935, headline, ha="center", fontsize="medium", color="tab:red" if lost else "black",
+             fontweight="bold" if lost else "normal")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -11,7 +11,8 @@ partition whose leader it does not know waits in the accumulator. Errors are ret
 ``retry.backoff.ms`` (100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s)
 after the batch was made; then its messages fail with DELIVERY_TIMEOUT. Every batch
 acknowledged with acks 1 or all is reported to the metrics with its offsets and leader epoch,
-so that its fate can be followed to the end of the run. With acks 0 a request is done once it
+so that its fate can be followed to the end of the run, and with the time since the batch was made
+(its produce latency). With acks 0 a request is done once it
 reaches a live broker (or is lost to a cut link): its messages count as acknowledged, not
 followed for loss. A produce request to a broker whose process is gone is reset at once, and so
 are the requests in flight to a broker whose process dies (on their way, or waiting in its
@@ -283,6 +284,7 @@ class Producer:
             tp = batch[0]
             if error == NONE:
                 metrics.acknowledged(tp, epoch, first, count)
+                metrics.acknowledged_after(now - batch[2], count)
                 continue
             metrics.produce_error(error, count, now, batches=1)
             self.needs_refresh = True
