@@ -124,8 +124,9 @@ starts over).
 Findings: ``kraft_session_timeout`` (a broker fenced because its heartbeats stopped),
 ``kraft_restart_in_old_session`` (registerBroker refused with DuplicateBrokerRegistrationException,
 once or repeatedly: the broker restarted before its old session expired; one finding per streak, on
-its first line), ``kraft_controller_churn`` (``CHURN_EPOCHS`` new Raft epochs of one cluster within
-``CHURN_WINDOW_MS``; one per burst), ``kraft_two_active_controllers`` (a controller became active
+its first line), ``kraft_controller_churn`` (``CHURN_EPOCHS`` Raft epochs began within ``CHURN_WINDOW_MS``:
+counted from the epochs' numbers, not from the lines, since a node logs only the epochs it saw; one per
+burst), ``kraft_two_active_controllers`` (a controller became active
 while another's claim still stood in the log), ``kraft_stale_broker_epoch`` (a fencing or
 registration change naming another broker epoch than the broker's current registration),
 ``kraft_elr_election`` and ``kraft_unclean_election`` (a leader from the eligible leader replicas,
@@ -237,7 +238,7 @@ KRAFT_FINDING_KINDS: dict[str, str] = {
     KRAFT_LEADER_EPOCH_GAP: "a broker's leader epoch of a partition skipped values: it missed leaderships "
                             "(a process pause, or catching up on metadata)",
 }
-CHURN_EPOCHS = 5          # new Raft epochs of one cluster ...
+CHURN_EPOCHS = 5          # Raft epochs of one run (by their numbers) ...
 CHURN_WINDOW_MS = 60_000  # ... within this time: controller churn
 
 ALL_VIOLATION_KINDS = {**VIOLATION_KINDS, **KRAFT_VIOLATION_KINDS}
@@ -420,7 +421,7 @@ def _kraft_detail(kind: str, row, a, b) -> str:
         return (f"{what}: a broker's registration refused {a} time(s) from here (DuplicateBrokerRegistrationException, "
                 f"last at seq {b}): it restarted while its old session was still alive, and waits for it to expire")
     if kind == KRAFT_CONTROLLER_CHURN:
-        return (f"{what}: {a} new Raft epochs within {CHURN_WINDOW_MS // 1000} s (epochs {b[0]} to {b[1]}): the "
+        return (f"{what}: {a} Raft epochs within {CHURN_WINDOW_MS // 1000} s (epochs {b[0]} to {b[1]}): the "
                 f"controller quorum keeps changing its leader")
     if kind == KRAFT_TWO_ACTIVE_CONTROLLERS:
         return (f"{what}: became the active controller at Raft epoch {row.epoch} while controller {a} still claimed "
@@ -552,6 +553,9 @@ def merge_reports(a: Report, b: Report, limit: int | None = None) -> Report:
 
 def format_violation(v: Violation) -> str:
     """One line for people: where, what kind, and the detail."""
+    if v.kind in KRAFT_VIOLATION_KINDS or v.kind in KRAFT_FINDING_KINDS:   # no controller epochs in KRaft
+        epoch = "" if v.controller_epoch is None else f", Raft epoch {v.controller_epoch}"
+        return f"{v.source}@{v.position} (run {v.run_id}, seq {v.seq}{epoch}) {v.kind}: {v.detail}"
     return f"{v.source}@{v.position} (run {v.run_id}, seq {v.seq}, controller epoch {v.controller_epoch}) " \
            f"{v.kind}: {v.detail}"
 

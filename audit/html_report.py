@@ -109,10 +109,12 @@ def render(report: dict) -> str:
     out.append(_chart(report["timeline"]))
 
     out.append("<h2>Violations by kind</h2>")
-    out.append(_counts_table("violation", s["violations_by_kind"], report["violation_kinds"]))
+    out.append(_counts_table("violation", {**s["violations_by_kind"], **s.get("kraft_violations_by_kind", {})},
+                             report["violation_kinds"]))
     out.append("<h2>Findings by kind</h2><p class=\"muted\">What a correct controller does but an operator "
                "must know; findings do not fail an audit.</p>")
-    out.append(_counts_table("finding", s["findings_by_kind"], report["finding_kinds"]))
+    out.append(_counts_table("finding", {**s["findings_by_kind"], **s.get("kraft_findings_by_kind", {})},
+                             report["finding_kinds"]))
     if s.get("failures_by_error"):
         out.append(_counts_table("failed transitions by error", s["failures_by_error"], {}))
 

@@ -337,10 +337,11 @@ def _audit_kraft_run(rows: list, emit) -> None:
                 window.append((row.time_ms, epoch))
                 while window[0][0] < row.time_ms - CHURN_WINDOW_MS:
                     window.pop(0)
-                if len(window) >= CHURN_EPOCHS:
+                spanned = epoch - window[0][1] + 1   # Raft epochs that began in the window, logged or not
+                if spanned >= CHURN_EPOCHS:
                     if not churning:
                         churning = True
-                        emit(found(KRAFT_CONTROLLER_CHURN, row, len(window), (window[0][1], epoch)))
+                        emit(found(KRAFT_CONTROLLER_CHURN, row, spanned, (window[0][1], epoch)))
                 else:
                     churning = False
             continue

@@ -75,9 +75,11 @@ def print_summary(result: AuditResult, out=None) -> None:
                 out.write(f"  {i.path}: {r.counts.not_understood} line(s) not understood (sampled in the report)\n")
     for note in result.notes:
         out.write(f"  note: {note}\n")
-    for title, total, by_kind, listed in (("violations", s["violations"], s["violations_by_kind"],
-                                           result.report.violations),
-                                          ("findings", s["findings"], s["findings_by_kind"], result.report.findings)):
+    for title, total, by_kind, listed in (
+            ("violations", s["violations"], {**s["violations_by_kind"], **s.get("kraft_violations_by_kind", {})},
+             result.report.violations),
+            ("findings", s["findings"], {**s["findings_by_kind"], **s.get("kraft_findings_by_kind", {})},
+             result.report.findings)):
         kinds = ", ".join(f"{k} {n}" for k, n in by_kind.items() if n)
         out.write(f"{title}: {total}{' (' + kinds + ')' if kinds else ''}\n")
         for v in listed[:SHOWN]:
