@@ -263,7 +263,8 @@ class Replication:
 
     def _make_leader(self, rep: Replica) -> None:
         b, tp, now = rep.broker, rep.tp, self.sim.loop.now
-        self._leave_session(b, tp)
+        if rep.fetching_from >= 0:
+            self._leave_session(b, tp)
         rep.log.assign_epoch_start(rep.leader_epoch)
         rep.epoch_start = rep.log.leo
         leo = rep.log.leo
@@ -274,7 +275,7 @@ class Replication:
                 continue
             rep.follower_leo[r] = -1               # unknown until the follower fetches
             led.setdefault(r, {})[tp] = None
-            s = self._session(r, b)
+            s = self.sessions.get((r, b)) or self._session(r, b)
             # Kafka resets lastCaughtUpTime to now for ISR members, to 0 for the others.
             s.watch[tp] = [now if r in rep.isr else 0, leo]
         self.sim.metrics.leader_changed(rep)
@@ -294,7 +295,8 @@ class Replication:
 
     def _make_follower(self, rep: Replica) -> None:
         b, tp = rep.broker, rep.tp
-        self._leave_session(b, tp)
+        if rep.fetching_from >= 0:
+            self._leave_session(b, tp)
         if rep.leader < 0 or rep.leader == b:
             return    # "cannot become follower since the new leader -1 is unavailable"
         s = self._session(b, rep.leader)
