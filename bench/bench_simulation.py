@@ -6,7 +6,9 @@ min.insync.replicas 2) and, every simulated minute, a broker failure (kill -9) a
 (restart 30 s later). Reports the wall time of the set-up (the brokers starting, the topics being
 created and every replica becoming leader or follower) apart from the steady part, and the
 simulated seconds per wall second of the whole run and of the part after the set-up.
-Records go to a sink that only counts them (the log writer is measured in bench_log.py).
+Records go to a sink that only counts them, columnar batches to a column sink that counts their
+records (as ``kcontroller simulate`` hands them to the log writer's ``append_columns``; the log writer is
+measured in bench_log.py).
 
     .venv/bin/python bench/bench_simulation.py [--partitions 100000] [--brokers 30] [--minutes 5]
 """
@@ -69,7 +71,10 @@ def main() -> None:
     def sink(rec) -> None:
         count[0] += 1
 
-    sim = Simulation(scenario, sink=sink)
+    def column_sink(batch) -> None:
+        count[0] += batch.n
+
+    sim = Simulation(scenario, sink=sink, column_sink=column_sink)
     t0 = time.perf_counter()
     setup_until = 5_000
     marks = {}
@@ -97,7 +102,8 @@ def main() -> None:
               f"{(simulated - now_ms / 1000) / rest:,.1f} simulated s per wall s")
     p = summary["produce"]
     print(f"produced {p['sent_messages']:,}, acknowledged {p['acknowledged_messages']:,}, errors {p['errors']}; "
-          f"offline partition-s {summary['offline_partition_seconds']:,.0f}, elections {summary['elections']}")
+          f"offline partition-s {summary['offline_partition_seconds']:,.0f}, unavailable to clients "
+          f"{summary['unavailable_partition_seconds']:,.0f}, elections {summary['elections']}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
 
 
