@@ -573,7 +573,9 @@ class Cluster:
         return out[0] if out else None
 
     def set_config(self, entity_type: str, entity_name: str, name: str, value: object, at: int | None = None) -> None:
-        """Change a broker default (``entity_type="broker"``, name "") or a topic override (value None deletes)."""
+        """Change a broker default (``entity_type="broker"``, name ""), one broker's dynamic config (name: its id,
+        ``/config/brokers/<id>``; no config a broker here reads: the replication throttles are recorded, not
+        enforced) or a topic override (value None deletes)."""
         if entity_type not in ("broker", "topic"):
             raise ClusterError(f"entity_type must be 'broker' or 'topic', not {entity_type!r}")
         text = None if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
@@ -901,6 +903,9 @@ class Cluster:
         elif cls is ConfigChanged:
             if body[0] == "broker" and body[2] in READ_ONLY_BROKER_CONFIGS:
                 raise ClusterError(f"Cannot update these configs dynamically: Set({body[2]})")
+            if body[0] == "broker" and body[1] and not (body[1].isascii() and body[1].isdigit()
+                                                         and int(body[1]) < 2**31):
+                raise ClusterError(f"The entity name for brokers must be a valid integer broker id, found: {body[1]}")
             if body[0] == "topic" and (not _could_be_topic(body[1]) or not self.admin.topic_exists(body[1])):
                 raise ClusterError(f"topic {body[1]} does not exist")
             if body[3] is not None:
@@ -914,7 +919,15 @@ class Cluster:
         return server
 
     def _change_config(self, rec) -> None:
-        if rec.entity_type == "broker":
+        if rec.entity_type == "broker" and rec.entity_name:
+            configs = dict(self.admin.get_entity_configs("brokers", rec.entity_name))
+            if rec.value is None:
+                configs.pop(rec.name, None)
+            else:
+                configs[rec.name] = rec.value
+            self.admin.set_or_create_entity_configs("brokers", rec.entity_name, configs)
+            self.admin.create_config_change_notification(f"brokers/{rec.entity_name}")
+        elif rec.entity_type == "broker":
             self.config = self.config.with_overrides({rec.name: rec.value} if rec.value is not None else {})
             for server in self.brokers.values():
                 if server.alive:
