@@ -26,17 +26,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import structlog  # noqa: E402
 
+from bench.sim_baseline import aggregate_run  # noqa: E402
 from sim.scenario import parse_scenario  # noqa: E402
 from sim.simulation import Simulation  # noqa: E402
 
 
-def scenario_text(brokers: int, partitions: int, minutes: int, rate: int) -> str:
+def scenario_text(brokers: int, partitions: int, minutes: int, rate: int, faults: bool = True) -> str:
     per_topic = min(partitions, 10_000)
     topics = [f"  - {{name: t{i}, partitions: {min(per_topic, partitions - i * per_topic)}, "
               f"replication_factor: 3, configs: {{min.insync.replicas: 2}}}}"
               for i in range((partitions + per_topic - 1) // per_topic)]
     steps = []
-    for m in range(minutes):
+    for m in range(minutes if faults else 0):
         victim = m % brokers
         steps.append(f"  - {{at: {m * 60 + 10}s, action: kill_broker, broker: {victim}}}")
         steps.append(f"  - {{at: {m * 60 + 40}s, action: start_broker, broker: {victim}}}")
@@ -52,7 +53,7 @@ topics:
 workload:
   producers:
     - {{topics: [{names}], rate_per_s: {rate}, acks: all, message_bytes: 1024}}
-steps:
+steps:{"" if steps else " []"}
 {chr(10).join(steps)}
 """
 
@@ -63,9 +64,11 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--minutes", type=int, default=5)
     ap.add_argument("--rate", type=int, default=10_000, help="messages per second (default: %(default)s)")
+    ap.add_argument("--no-faults", action="store_true", help="no broker failures: the steady state alone")
     args = ap.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-    scenario = parse_scenario(scenario_text(args.brokers, args.partitions, args.minutes, args.rate), "<bench>")
+    scenario = parse_scenario(scenario_text(args.brokers, args.partitions, args.minutes, args.rate,
+                                           not args.no_faults), "<bench>")
     count = [0]
 
     def sink(rec) -> None:
@@ -90,7 +93,8 @@ def main() -> None:
     simulated = scenario.duration_ms / 1000
     print(f"# {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
           f"{os.cpu_count()} cores; {args.brokers} brokers, {args.partitions:,} partitions (RF 3), "
-          f"{args.rate:,} msg/s acks=all, a broker killed and restarted every simulated minute")
+          f"{args.rate:,} msg/s acks=all, " + ("no faults" if args.no_faults else
+                                               "a broker killed and restarted every simulated minute"))
     print(f"whole run: {simulated:,.0f} simulated s in {total:,.1f} wall s = {simulated / total:,.1f} simulated s "
           f"per wall s; {sim.loop.events_run:,} events, {count[0]:,} records")
     if "setup" in marks:
@@ -105,6 +109,12 @@ def main() -> None:
           f"offline partition-s {summary['offline_partition_seconds']:,.0f}, unavailable to clients "
           f"{summary['unavailable_partition_seconds']:,.0f}, elections {summary['elections']}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB")
+    base = aggregate_run(args.brokers, args.partitions, args.minutes, args.rate, faults=not args.no_faults)
+    rate = base["simulated_s"] / base["wall_s"]
+    print(f"baseline (aggregate numpy model, bench/sim_baseline.py): {base['simulated_s']:,.0f} simulated s in "
+          f"{base['wall_s']:,.2f} wall s = {rate:,.0f} simulated s per wall s (set-up {base['setup_s']:.2f} s); "
+          f"sent {base['sent']:,}, acknowledged {base['acknowledged']:,}, elections {base['elections']:,}")
+    print(f"ratio: the simulator runs at 1/{rate / (simulated / total):,.0f} of the baseline's speed")
 
 
 if __name__ == "__main__":
