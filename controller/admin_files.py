@@ -6,6 +6,11 @@
                                      "log_dirs": ["any", "any", "any"]}]}
 
   (``log_dirs`` is optional; when given it must have one entry per replica.)
+  :func:`format_reassignment_json` writes this form as the tool prints it (compact, ``log_dirs`` "any").
+* ``kafka-reassign-partitions.sh --generate --topics-to-move-json-file FILE``::
+
+      {"version": 1, "topics": [{"topic": "t"}]}
+
 * ``kafka-leader-election.sh --path-to-json-file FILE``::
 
       {"partitions": [{"topic": "t", "partition": 0}]}
@@ -21,9 +26,11 @@ from __future__ import annotations
 import codecs
 import json
 import re
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+ANY_LOG_DIR = "any"
 MAX_FILE_BYTES = 256 * 2**20
 MAX_DEPTH = 64
 MAX_NUMBER_DIGITS = 32
@@ -92,7 +99,7 @@ def _parse_constant(name: str):
     raise AdminFileError(f"{name} is not JSON")
 
 
-def _load(text: str | bytes, source: str) -> dict:
+def _load(text: str | bytes, source: str, key: str = "partitions") -> dict:
     if isinstance(text, (bytes, bytearray)):
         text = decode_admin_text(bytes(text), source)
     _check_depth(text, source)
@@ -105,10 +112,9 @@ def _load(text: str | bytes, source: str) -> dict:
     except RecursionError:  # the depth check makes this unreachable; kept as a last guard
         raise AdminFileError(f"{source}: JSON nested too deeply") from None
     if not isinstance(doc, dict):
-        raise AdminFileError(f"{source}: expected a JSON object with a \"partitions\" array")
-    partitions = doc.get("partitions")
-    if not isinstance(partitions, list):
-        raise AdminFileError(f"{source}: expected a \"partitions\" array")
+        raise AdminFileError(f"{source}: expected a JSON object with a \"{key}\" array")
+    if not isinstance(doc.get(key), list):
+        raise AdminFileError(f"{source}: expected a \"{key}\" array")
     return doc
 
 
@@ -130,11 +136,19 @@ def _topic_partition(entry, where: str) -> tuple[str, int]:
 
 def parse_reassignment_json(text: str | bytes, source: str = "<reassignment>") -> dict[tuple, tuple[int, ...]]:
     """{(topic, partition): target replicas} from a reassignment file (ReassignPartitionsCommand's checks)."""
+    return parse_reassignment_file(text, source)[0]
+
+
+def parse_reassignment_file(text: str | bytes, source: str = "<reassignment>"
+                            ) -> tuple[dict[tuple, tuple[int, ...]], dict[tuple[str, int, int], str]]:
+    """The target replicas of a reassignment file, and {(topic, partition, broker): log dir} of the replicas
+    whose ``log_dirs`` entry is not "any" (the moves between log directories the file asks for)."""
     doc = _load(text, source)
     version = doc.get("version", 1)
     if version != 1:
         raise AdminFileError(f"{source}: unsupported reassignment file version {version!r} (expected 1)")
     out: dict[tuple, tuple[int, ...]] = {}
+    dirs: dict[tuple[str, int, int], str] = {}
     for i, entry in enumerate(doc["partitions"]):
         where = f"{source}: partitions[{i}]"
         tp = _topic_partition(entry, where)
@@ -154,13 +168,45 @@ def parse_reassignment_json(text: str | bytes, source: str = "<reassignment>") -
             if len(log_dirs) != len(replicas):
                 raise AdminFileError(f"{where}: Size of replicas list {replicas} is different from size of log "
                                      f"dirs list {log_dirs} for partition {tp[0]}-{tp[1]}")
+            dirs.update(((*tp, r), d) for r, d in zip(replicas, log_dirs) if d != ANY_LOG_DIR)
         if tp in out:
             raise AdminFileError(f"{where}: Partition reassignment contains duplicate topic partitions: "
                                  f"{tp[0]}-{tp[1]}")
         out[tp] = tuple(replicas)
     if not out:
         raise AdminFileError(f"{source}: Partition reassignment list cannot be empty")
-    return out
+    return out, dirs
+
+
+def format_reassignment_json(assignment: Mapping[tuple, Iterable[int]]) -> str:
+    """ReassignPartitionsCommand.formatAsReassignmentJson: the partitions in (topic, partition) order, each
+    with ``log_dirs`` "any", as Jackson writes it (no spaces); a file --execute reads back."""
+    partitions = [{"topic": t, "partition": p, "replicas": list(replicas),
+                   "log_dirs": [ANY_LOG_DIR] * len(list(replicas))}
+                  for (t, p), replicas in sorted((tp, tuple(r)) for tp, r in assignment.items())]
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":"), ensure_ascii=False)
+
+
+def parse_topics_to_move_json(text: str | bytes, source: str = "<topics-to-move>") -> list[str]:
+    """The topics of a ``--topics-to-move-json-file`` (ReassignPartitionsCommand.parseTopicsData, then its
+    duplicate check), in file order."""
+    doc = _load(text, source, key="topics")
+    version = doc.get("version", 1)
+    if version != 1:
+        raise AdminFileError(f"{source}: Not supported version field value {version!r:.40}")
+    topics: list[str] = []
+    for i, entry in enumerate(doc["topics"]):
+        topic = entry.get("topic") if isinstance(entry, dict) else None
+        if not isinstance(topic, str) or not topic:
+            raise AdminFileError(f"{source}: topics[{i}]: expected an object with \"topic\", a non-empty string")
+        topics.append(topic)
+    if not topics:
+        raise AdminFileError(f"{source}: the \"topics\" array is empty; name at least one topic to move")
+    duplicates = sorted({t for t in topics if topics.count(t) > 1}) if len(set(topics)) != len(topics) else []
+    if duplicates:
+        raise AdminFileError(f"{source}: List of topics to reassign contains duplicate entries: "
+                             f"[{', '.join(duplicates)}]")
+    return topics
 
 
 def parse_election_json(text: str | bytes, source: str = "<election>") -> list[tuple[str, int]]:

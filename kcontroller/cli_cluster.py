@@ -14,7 +14,11 @@ import os
 import re
 import sys
 
-from controller.admin_files import AdminFileError, parse_election_json, parse_reassignment_json, read_admin_file
+from controller import reassign_tool
+from controller.admin_files import (
+    AdminFileError, format_reassignment_json, parse_election_json, parse_reassignment_file, parse_topics_to_move_json,
+    read_admin_file,
+)
 from controller.assignment import InvalidReplicationFactorError
 from controller.config import ConfigError
 from controller.embedding.cluster import Cluster, ClusterError
@@ -124,6 +128,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--config", action="append", metavar="NAME=VALUE", help="broker config by Kafka name")
     p.add_argument("--topic", action="append", metavar="NAME:PARTITIONS:RF", help="a topic to create")
     p.add_argument("--seed", type=int, default=0, help="seed of the replica placement (default: %(default)s)")
+    p.add_argument("--racks", metavar="RACK,RACK,...",
+                   help="broker.rack of brokers 0, 1, ... (one per broker; default: none)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing log in LOG_DIR")
 
     p = cluster_cmd("create-topic", "kafka-topics.sh --create")
@@ -136,13 +142,48 @@ def add_parsers(sub) -> None:
     p = cluster_cmd("delete-topic", "kafka-topics.sh --delete: queue a topic for deletion")
     p.add_argument("--topic", required=True, help="the topic to delete")
 
-    p = cluster_cmd("reassign", "kafka-reassign-partitions.sh --execute (or --cancel) with a reassignment JSON file")
-    p.add_argument("--reassignment-json-file", required=True, metavar="FILE",
+    p = cluster_cmd("reassign", "kafka-reassign-partitions.sh: --generate, --execute, --verify, --cancel or --list")
+    action = p.add_mutually_exclusive_group()
+    action.add_argument("--generate", action="store_true",
+                        help="propose an assignment of the partitions of --topics-to-move-json-file's topics over "
+                             "--broker-list (it executes nothing and appends nothing to the log)")
+    action.add_argument("--execute", action="store_true",
+                        help="start the reassignments of --reassignment-json-file, after printing the current "
+                             "assignment to save for a rollback (the default action when none is given)")
+    action.add_argument("--verify", action="store_true",
+                        help="the status of each reassignment of --reassignment-json-file; once none is in "
+                             "progress, clear the throttles (unless --preserve-throttles)")
+    action.add_argument("--cancel", action="store_true",
+                        help="cancel the active reassignments of --reassignment-json-file's partitions, then clear the "
+                             "throttles (unless --preserve-throttles)")
+    action.add_argument("--list", action="store_true", help="list the partitions being reassigned")
+    p.add_argument("--reassignment-json-file", metavar="FILE",
                    help='kafka-reassign-partitions.sh\'s file: {"version":1,"partitions":[{"topic":..., '
-                        '"partition":..., "replicas":[...]}]}')
-    p.add_argument("--cancel", action="store_true", help="cancel the reassignments of the file's partitions")
-    p.add_argument("--via", choices=["api", "zk"], default="api",
-                   help="AlterPartitionReassignments (api, the tool since 2.4) or /admin/reassign_partitions (zk)")
+                        '"partition":..., "replicas":[...]}]} (with --execute, --verify, --cancel)')
+    p.add_argument("--topics-to-move-json-file", metavar="FILE",
+                   help='with --generate: the topics whose partitions move: {"version":1,"topics":[{"topic":...}]}')
+    p.add_argument("--broker-list", metavar="IDS",
+                   help='with --generate: the brokers to move them to, e.g. "0,1,2" (brokers not in the cluster are '
+                        'left out, as Kafka does)')
+    p.add_argument("--disable-rack-aware", action="store_true",
+                   help="with --generate: ignore the brokers' broker.rack")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="with --generate: the seed of the placement's first broker and replica shift, which Kafka "
+                        "draws at random (default: the cluster's seed, so the same cluster proposes the same)")
+    p.add_argument("--throttle", type=int, metavar="BYTES_PER_S",
+                   help="with --execute: set leader/follower.replication.throttled.rate on the brokers that move "
+                        "replicas and leader/follower.replication.throttled.replicas on their topics (recorded, not "
+                        "enforced: the cluster has no data plane); --verify clears them")
+    p.add_argument("--replica-alter-log-dirs-throttle", type=int, metavar="BYTES_PER_S",
+                   help="with --execute: set replica.alter.log.dirs.io.max.bytes.per.second on the brokers whose "
+                        "replicas the file moves between log directories")
+    p.add_argument("--additional", action="store_true",
+                   help="with --execute: start these reassignments although others are in progress")
+    p.add_argument("--preserve-throttles", action="store_true",
+                   help="with --verify or --cancel: leave the throttle configs as they are")
+    p.add_argument("--via", choices=["api", "zk"],
+                   help="with --execute: AlterPartitionReassignments (api, the tool since 2.4; the default) or "
+                        "/admin/reassign_partitions (zk)")
 
     p = cluster_cmd("elect-leaders", "kafka-leader-election.sh")
     p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
@@ -161,6 +202,8 @@ def add_parsers(sub) -> None:
                                                 "then stop")):
         p = cluster_cmd(name, help_text)
         p.add_argument("--broker-id", type=int, required=True, help="the broker's id")
+        if name == "start-broker":
+            p.add_argument("--rack", help="its broker.rack (default: the rack it had, if it ran before)")
 
     p = cluster_cmd("advance", "let simulated time pass (sessions time out, scheduled tasks run)")
     p.add_argument("--ms", type=int, required=True, help="how many milliseconds pass (from --at, if given)")
@@ -181,9 +224,15 @@ def cmd_new_cluster(args: argparse.Namespace) -> int:
         _check_topic_sizes(partitions, rf)
         topics.append((name, partitions, rf))
     configs = _config_pairs(args.config, "--config")
+    racks = [None] * args.brokers
+    if args.racks is not None:
+        racks = args.racks.split(",")
+        if len(racks) != args.brokers or not all(racks):
+            raise ClusterError(f"--racks must name one rack per broker ({args.brokers}), got {args.racks!r}")
     with new_event_log(args.log_dir, overwrite=args.overwrite) as writer:
         cluster = Cluster(configs=configs, seed=args.seed, sink=writer.append)
-        cluster.start_brokers(range(args.brokers))
+        for b in range(args.brokers):
+            cluster.start_broker(b, rack=racks[b])
         for name, partitions, rf in topics:
             cluster.create_topic(name, partitions, rf)
         cluster.checkpoint()
@@ -200,20 +249,26 @@ def _check_topic_sizes(partitions: int | None, rf: int | None) -> None:
         raise ClusterError(f"replication factor must be at most {MAX_REPLICATION_FACTOR}, got {rf}")
 
 
-def _run(args: argparse.Namespace, action) -> int:
+def _run(args: argparse.Namespace, action, record: bool = True) -> int:
+    """Carry out ``action`` on the log's cluster and append what it did. With ``record=False`` (a command that
+    only reads, unless it has something to change) nothing is appended, nor said, when it changed nothing."""
     if getattr(args, "broker_id", None) is not None:
         check_range(args.broker_id, "--broker-id", 0, MAX_BROKER_ID)
     try:
         with continued_cluster(args.log_dir) as cluster:
             if args.at is not None:
                 check_range(args.at, "--at", cluster.now, cluster.now + MAX_ADVANCE_MS)
+            start = cluster.journal.next_offset
             status = action(cluster)
-            cluster.checkpoint()
+            changed = record or cluster.journal.next_offset != start
+            if changed:
+                cluster.checkpoint()
     except _Refused as refused:
         for line in refused.lines:
             print(line, file=sys.stderr)
         return EXIT_FAILED
-    print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
+    if changed:
+        print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
     return status
 
 
@@ -238,35 +293,231 @@ def cmd_delete_topic(args: argparse.Namespace) -> int:
     return _run(args, act)
 
 
+_REASSIGN_ACTIONS = ("generate", "execute", "verify", "cancel", "list")
+# ReassignPartitionsCommand.validateAndParseArgs: what each action requires and permits.
+_REASSIGN_REQUIRED = {"generate": ("topics_to_move_json_file", "broker_list"), "execute": ("reassignment_json_file",),
+                      "verify": ("reassignment_json_file",), "cancel": ("reassignment_json_file",), "list": ()}
+_REASSIGN_PERMITTED = {"generate": ("disable_rack_aware", "seed"),
+                       "execute": ("additional", "throttle", "replica_alter_log_dirs_throttle", "via", "at"),
+                       "verify": ("preserve_throttles", "at"), "cancel": ("preserve_throttles", "at"), "list": ()}
+_REASSIGN_OPTIONS = ("reassignment_json_file", "topics_to_move_json_file", "broker_list", "disable_rack_aware", "seed",
+                     "throttle", "replica_alter_log_dirs_throttle", "additional", "preserve_throttles", "via", "at")
+MAX_THROTTLE = 2**63 - 1   # a Java long
+
+
+def _reassign_action(args: argparse.Namespace) -> str:
+    """The action, and Kafka's checks of the options it requires and permits (ClusterError, exit 2)."""
+    action = next((a for a in _REASSIGN_ACTIONS if getattr(args, a)), "execute")
+    for name in _REASSIGN_REQUIRED[action]:
+        if getattr(args, name) is None:
+            raise ClusterError(f'Missing required argument "[{name.replace("_", "-")}]" (reassign --{action})')
+    for name in _REASSIGN_OPTIONS:
+        value = getattr(args, name)
+        if value not in (None, False) and name not in _REASSIGN_REQUIRED[action] + _REASSIGN_PERMITTED[action]:
+            raise ClusterError(f'Option "[{name.replace("_", "-")}]" can\'t be used with action "[{action}]"')
+    return action
+
+
 def cmd_reassign(args: argparse.Namespace) -> int:
+    action = _reassign_action(args)
+    check_range(args.throttle, "--throttle", -1, MAX_THROTTLE)
+    check_range(args.replica_alter_log_dirs_throttle, "--replica-alter-log-dirs-throttle", -1, MAX_THROTTLE)
+    check_range(args.seed, "--seed", 0, MAX_SEED)
+    if action == "generate":
+        return _run(args, _generate_action(args), record=False)
+    if action == "list":
+        def act_list(cluster: Cluster) -> int:
+            for line in reassign_tool.reassignments_text(_ongoing(cluster, "ListPartitionReassignments")):
+                print(line)
+            return EXIT_OK
+        return _run(args, act_list, record=False)
     path = args.reassignment_json_file
-    reassignment = parse_reassignment_json(read_admin_file(path), path)
-    if args.cancel:
-        reassignment = {tp: None for tp in reassignment}
+    targets, log_dirs = parse_reassignment_file(read_admin_file(path), path)
+    if action == "verify":
+        return _run(args, lambda cluster: _verify(cluster, args, targets), record=False)
+    if action == "cancel":
+        return _run(args, lambda cluster: _cancel(cluster, args, targets), record=False)
+    return _run(args, lambda cluster: _execute(cluster, args, targets, log_dirs))
+
+
+def _ongoing(cluster: Cluster, request: str, partitions=None) -> dict:
+    """ListPartitionReassignments, or _Refused when no controller answers."""
+    ongoing = cluster.list_reassignments(partitions)
+    if ongoing is None:
+        raise _Refused(f"Error: no controller answered the {request} request")
+    return ongoing
+
+
+def _current_replicas(cluster: Cluster, tps) -> dict[tuple, tuple[int, ...]]:
+    topics = sorted({t for t, _ in tps if _TOPIC_NAME.fullmatch(t)})  # no other name can exist
+    assignments = cluster.admin.get_full_replica_assignment_for_topics(topics)
+    return {tp: tuple(assignments[tp].replicas) for tp in tps if tp in assignments}
+
+
+def _live_brokers(cluster: Cluster) -> dict[int, str | None]:
+    """DescribeCluster: the running brokers and their broker.rack."""
+    return {b: server.rack for b, server in sorted(cluster.brokers.items()) if server.alive}
+
+
+def _generate_action(args: argparse.Namespace):
+    topics_path = args.topics_to_move_json_file
+    topics = parse_topics_to_move_json(read_admin_file(topics_path), topics_path)
+    try:
+        broker_list = [int(b) for b in args.broker_list.split(",")]
+    except ValueError:
+        raise ClusterError(f"--broker-list must be broker ids like 0,1,2, got {args.broker_list!r}") from None
+    for b in broker_list:
+        check_range(b, "a broker id of --broker-list", 0, MAX_BROKER_ID)
+    duplicates = sorted({b for b in broker_list if broker_list.count(b) > 1})
+    if duplicates:
+        raise ClusterError(f"Broker list contains duplicate entries: [{', '.join(map(str, duplicates))}]")
 
     def act(cluster: Cluster) -> int:
-        if not args.cancel and args.via == "api":
-            _verify_reassignment(cluster, reassignment)
-        response = cluster.reassign_partitions(reassignment, via=args.via, at=args.at)
-        if args.via == "zk":
-            print(f"Successfully started partition reassignment for {_tps(sorted(reassignment))}")
-            return EXIT_OK
+        existing = set(cluster.admin.get_all_topics_in_cluster())
+        missing = [t for t in topics if t not in existing]
+        if missing:
+            raise _Refused(f"Error: org.apache.kafka.common.errors.UnknownTopicOrPartitionException: Topic "
+                           f"{missing[0]} not found.")
+        current = _current_replicas(cluster, [tp for tp in cluster.admin.get_full_replica_assignment_for_topics(
+            sorted(topics))])
+        seed = cluster.seed if args.seed is None else args.seed
+        try:
+            brokers = reassign_tool.broker_metadata(_live_brokers(cluster), broker_list, not args.disable_rack_aware)
+            proposed = reassign_tool.propose(current, brokers, seed)
+        except (reassign_tool.AdminOperationError, InvalidReplicationFactorError) as e:
+            raise _Refused(f"Error: {e}") from None
+        print(f"Current partition replica assignment\n{format_reassignment_json(current)}\n")
+        print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
+        return EXIT_OK
+    return act
+
+
+def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs: dict) -> int:
+    """ReassignPartitionsCommand.executeAssignment."""
+    via = args.via or "api"
+    ongoing = _ongoing(cluster, "ListPartitionReassignments") if via == "api" else {}
+    if ongoing and not args.additional:
+        raise _Refused(reassign_tool.CANNOT_EXECUTE_BECAUSE_OF_EXISTING_MESSAGE)
+    if via == "api":
+        _verify_reassignment(cluster, targets)
+    current = _current_replicas(cluster, targets)
+    print(f"Current partition replica assignment\n\n{format_reassignment_json(current)}\n\n"
+          f"Save this to use as the --reassignment-json-file option during rollback")
+    throttle = -1 if args.throttle is None else args.throttle
+    dirs_throttle = -1 if args.replica_alter_log_dirs_throttle is None else args.replica_alter_log_dirs_throttle
+    at = args.at
+    if throttle >= 0 or dirs_throttle >= 0:
+        print(reassign_tool.YOU_MUST_RUN_VERIFY_PERIODICALLY_MESSAGE)
+        if throttle >= 0:
+            moves = reassign_tool.move_map({tp: (a.replicas, a.adding_replicas) for tp, a in ongoing.items()},
+                                           targets, current)
+            leaders, followers = reassign_tool.leader_throttles(moves), reassign_tool.follower_throttles(moves)
+            for topic in sorted(moves):
+                cluster.set_config("topic", topic, reassign_tool.LEADER_REPLICAS, leaders[topic], at=at)
+                cluster.set_config("topic", topic, reassign_tool.FOLLOWER_REPLICAS, followers[topic])
+                at = None
+            for b in reassign_tool.reassigning_brokers(moves):
+                cluster.set_config("broker", str(b), reassign_tool.LEADER_RATE, throttle, at=at)
+                cluster.set_config("broker", str(b), reassign_tool.FOLLOWER_RATE, throttle)
+                at = None
+            print(f"The inter-broker throttle limit was set to {throttle} B/s")
+        if dirs_throttle >= 0:
+            for b in sorted({b for _, _, b in log_dirs}):
+                cluster.set_config("broker", str(b), reassign_tool.LOG_DIRS_RATE, dirs_throttle, at=at)
+                at = None
+            print(f"The replica-alter-dir throttle limit was set to {dirs_throttle} B/s")
+    response = cluster.reassign_partitions(targets, via=via, at=at)
+    if via == "zk":
+        print(f"Successfully started partition reassignment{reassign_tool.plural(len(targets))} for "
+              f"{reassign_tool.tps_text(targets)}")
+        return EXIT_OK
+    if response is None:
+        print("Error: no controller answered the AlterPartitionReassignments request", file=sys.stderr)
+        return EXIT_FAILED
+    error, results = response
+    if error != "NONE":
+        print(f"Error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    failed = {tp: e for tp, e in results.items() if e != "NONE"}
+    if failed:
+        print("Error reassigning partition(s):", file=sys.stderr)
+        for tp in sorted(failed):
+            print(f"{TopicPartition(*tp)}: {failed[tp]}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"Successfully started partition reassignment{reassign_tool.plural(len(targets))} for "
+          f"{reassign_tool.tps_text(targets)}")
+    if log_dirs:
+        print(f"kcontroller: note: moving replicas between log directories (log_dirs other than \"any\": "
+              f"{len(log_dirs)} replica(s)) is not simulated; the reassignment ignores them", file=sys.stderr)
+    return EXIT_OK
+
+
+def _verify(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
+    """ReassignPartitionsCommand.verifyAssignment."""
+    ongoing = _ongoing(cluster, "ListPartitionReassignments")
+    states = reassign_tool.partition_states(targets, {tp: a.replicas for tp, a in ongoing.items()},
+                                            _current_replicas(cluster, targets))
+    for line in reassign_tool.states_text(states):
+        print(line)
+    print()   # Kafka prints the (here empty) status of the log directory moves on a line of its own
+    if not ongoing and not args.preserve_throttles:
+        _clear_all_throttles(cluster, targets, args.at)
+    return EXIT_OK
+
+
+def _cancel(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
+    """ReassignPartitionsCommand.cancelAssignment."""
+    ongoing = _ongoing(cluster, "ListPartitionReassignments", sorted(targets))
+    cancelling = sorted(tp for tp, a in ongoing.items() if not a.adding_replicas or a.removing_replicas)
+    at = args.at
+    if cancelling:
+        response = cluster.reassign_partitions({tp: None for tp in cancelling}, at=at)
+        at = None
         if response is None:
             print("Error: no controller answered the AlterPartitionReassignments request", file=sys.stderr)
             return EXIT_FAILED
         error, results = response
-        if error != "NONE":
-            print(f"Error: {error}", file=sys.stderr)
+        failed = {tp: results.get(tp, error) for tp in cancelling if results.get(tp, error) != "NONE"}
+        if failed:
+            print(f"Error cancelling partition reassignment{reassign_tool.plural(len(failed))} for:", file=sys.stderr)
+            for tp in sorted(failed):
+                print(f"{TopicPartition(*tp)}: {failed[tp]}", file=sys.stderr)
             return EXIT_FAILED
-        ok = [tp for tp, e in results.items() if e == "NONE"]
-        failed = {tp: e for tp, e in results.items() if e != "NONE"}
-        verb = "cancelled" if args.cancel else "started"
-        if ok:
-            print(f"Successfully {verb} partition reassignment{'s' if len(ok) > 1 else ''} for {_tps(ok)}")
-        for tp, e in failed.items():
-            print(f"Error reassigning partition(s):\n{TopicPartition(*tp)}: {e}", file=sys.stderr)
-        return EXIT_FAILED if failed else EXIT_OK
-    return _run(args, act)
+        print(f"Successfully cancelled partition reassignment{reassign_tool.plural(len(cancelling))} for: "
+              f"{reassign_tool.tps_text(cancelling)}")
+    else:
+        print("None of the specified partition reassignments are active.")
+    # Kafka prints this without a line break (System.out.print), so the next line follows on the same line.
+    sys.stdout.write("None of the specified partition moves are active.")
+    if args.preserve_throttles:
+        sys.stdout.write("\n")
+    else:
+        _clear_all_throttles(cluster, targets, at)
+    return EXIT_OK
+
+
+def _clear_all_throttles(cluster: Cluster, targets: dict, at: int | None) -> None:
+    """ReassignPartitionsCommand.clearAllThrottles: the three broker-level throttles on every broker of the cluster
+    and of the file, the two topic-level ones on the file's topics. Only configs that are set are deleted (a
+    delete of an absent config changes nothing, so it is not recorded)."""
+    brokers = sorted(set(_live_brokers(cluster)) | {b for replicas in targets.values() for b in replicas})
+    print(f"Clearing broker-level throttles on broker{reassign_tool.plural(len(brokers))} "
+          f"{','.join(map(str, brokers))}")
+    for b in brokers:
+        configs = cluster.admin.get_entity_configs("brokers", str(b))
+        for name in reassign_tool.BROKER_LEVEL_THROTTLES:
+            if name in configs:
+                cluster.set_config("broker", str(b), name, None, at=at)
+                at = None
+    topics = sorted({t for t, _ in targets})
+    print(f"Clearing topic-level throttles on topic{reassign_tool.plural(len(topics))} {','.join(topics)}")
+    existing = set(cluster.admin.get_all_topics_in_cluster())
+    for topic in topics:
+        configs = cluster.admin.get_entity_configs("topics", topic) if topic in existing else {}
+        for name in reassign_tool.TOPIC_LEVEL_THROTTLES:
+            if name in configs:
+                cluster.set_config("topic", topic, name, None, at=at)
+                at = None
 
 
 class _Refused(Exception):
@@ -328,7 +579,9 @@ def cmd_broker(args: argparse.Namespace) -> int:
     def act(cluster: Cluster) -> int:
         b = args.broker_id
         if args.command == "start-broker":
-            cluster.start_broker(b, at=args.at)
+            before = cluster.brokers.get(b)
+            rack = args.rack if args.rack is not None else (before.rack if before is not None else None)
+            cluster.start_broker(b, rack=rack, at=args.at)
             print(f"broker {b} started (broker epoch {cluster.brokers[b].broker_epoch})")
         elif args.command == "kill-broker":
             cluster.kill_broker(b, at=args.at)

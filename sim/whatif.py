@@ -49,7 +49,7 @@ failed log directory) cannot be made offline alone.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -159,6 +159,8 @@ class WhatIfReport:
     advice: list[str] = field(default_factory=list)
     run: int = 1
     runs: int = 1
+    racks: dict[int, str] = field(default_factory=dict)
+    plan: dict[tuple[str, int], tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def affected(self) -> tuple[int, ...]:
@@ -178,6 +180,9 @@ class WhatIfReport:
             "leaders_moved": sum(p.leader_moved and not p.offline_after for p in ps),
             "rf1_on_affected": len(self.rf1_on_affected),
         }
+
+    def partition(self, topic: str, partition: int) -> PartitionOutcome:
+        return next(p for p in self.partitions if p.tp == (topic, partition))
 
     def offline_after(self) -> list[tuple[str, int]]:
         return [p.tp for p in self.partitions if p.offline_after]
@@ -203,6 +208,8 @@ class WhatIfReport:
                 "rf1_advice": RF1_ADVICE if self.rf1_on_affected else None,
                 "all_replicas_on_affected": [f"{t}-{p}" for t, p in self.all_replicas_on_affected],
                 "advice": self.advice, "could_not_reproduce": self.deviations, "notes": self.notes,
+                "racks": {str(b): r for b, r in sorted(self.racks.items())},
+                "plan": [{"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(self.plan.items())],
                 "partitions": [p.to_json_dict() for p in self.partitions]}
 
     def lines(self, all_partitions: bool = False) -> list[str]:
@@ -213,6 +220,9 @@ class WhatIfReport:
             what.append(f"shut down {_ints(self.shutdown)}")
         if self.kill:
             what.append(f"kill {_ints(self.kill)}")
+            killed_racks = sorted({self.racks[b] for b in self.kill if b in self.racks})
+            if killed_racks and all(self.racks.get(b) in killed_racks for b in self.kill):
+                what[-1] += f" (rack{'s' if len(killed_racks) > 1 else ''} {', '.join(killed_racks)})"
         out = [f"What if: {' and '.join(what) or 'nothing happens'} — {self.source} ({self.format}, "
                f"{t['partitions']} partitions, brokers {_ints(self.brokers)})"]
         if self.runs > 1:
@@ -263,6 +273,12 @@ class WhatIfReport:
             out.append("")
             out.append("Advice:")
             out.extend(f"  - {a}" for a in self.advice)
+        if self.plan:
+            out.append("")
+            out.append(f"Reassignment that moves a replica of each of these {len(self.plan)} partition(s) to a "
+                       f"broker that stays up (--plan FILE writes it):")
+            for (t, p), replicas in sorted(self.plan.items()):
+                out.append(f"  {t}-{p}: {_ints(self.partition(t, p).replicas)} -> {_ints(replicas)}")
         if self.deviations:
             out.append("")
             out.append("Could not be reproduced from the description:")
@@ -451,10 +467,17 @@ def _leader_and_isr(cluster: Cluster, tp: tuple[str, int]):
 
 # --- the entry point --------------------------------------------------------------------------------------
 def what_if(description: ClusterDescription, *, kill: Iterable[int] = (), shutdown: Iterable[int] = (),
-            min_insync_replicas: int | None = None, unclean: bool = False) -> WhatIfReport:
-    """Rebuild the described cluster, kill / shut down brokers, and report what happens (module docstring)."""
+            min_insync_replicas: int | None = None, unclean: bool = False,
+            racks: Mapping[int, str] | None = None) -> WhatIfReport:
+    """Rebuild the described cluster, kill / shut down brokers, and report what happens (module docstring).
+    ``racks`` are the brokers' ``broker.rack`` (they register with them; the plan prefers other racks)."""
     kill, shutdown = tuple(int(b) for b in kill), tuple(int(b) for b in shutdown)
+    racks = dict(racks or {})
     brokers = description.broker_ids()
+    stray = sorted(set(racks) - set(brokers))
+    if stray:
+        raise WhatIfError(f"racks given for broker(s) {_ints(stray)} not in the description (its brokers: "
+                          f"{_ints(brokers)})")
     if not description.partitions():
         raise WhatIfError(f"{description.source}: no partition is described; nothing to simulate")
     unknown = sorted((set(kill) | set(shutdown)) - set(brokers))
@@ -478,7 +501,8 @@ def what_if(description: ClusterDescription, *, kill: Iterable[int] = (), shutdo
     # 1. Brokers; the controller is a broker that stays alive.
     alive = [b for b in brokers if b not in offline]
     first = alive[0] if alive else brokers[0]
-    cluster.start_brokers([first] + [b for b in brokers if b != first], at=0)
+    for b in [first] + [b for b in brokers if b != first]:
+        cluster.start_broker(b, rack=racks.get(b), at=0)
     controller = cluster.controller
     due = controller.scheduler.next_deadline() if controller is not None else None
     if due is not None:
@@ -550,10 +574,41 @@ def what_if(description: ClusterDescription, *, kill: Iterable[int] = (), shutdo
         offline_in_description=offline, controller_before=controller_before, controller_after=cluster.controller_id,
         controlled_shutdown=results, session_timeout_ms=timeout, scenario_start_ms=start,
         scenario_end_ms=cluster.now, rf1_on_affected=rf1, all_replicas_on_affected=every,
-        deviations=dev.lines(), notes=notes, run=description.run, runs=description.runs)
+        deviations=dev.lines(), notes=notes, run=description.run, runs=description.runs, racks=racks)
+    report.plan = plan_reassignment(report)
     report.advice = _advice(report)
     _log.info("what-if played", source=description.source, kill=kill, shutdown=shutdown, **report.totals())
     return report
+
+
+def plan_reassignment(report: WhatIfReport) -> dict[tuple[str, int], tuple[int, ...]]:
+    """The reassignment that removes the risks a reassignment can remove: each partition whose every replica is on
+    the affected (or already offline) brokers, RF=1 ones included, gets one of those replicas (its last; the only
+    one of an RF=1 partition) moved to a broker that stays up: the one on a rack the partition's other replicas
+    are not on (when racks are known), holding the fewest replicas, lowest id first. Empty when there is no such
+    partition, or no broker stays up."""
+    gone = set(report.affected) | set(report.offline_in_description)
+    up = [b for b in report.brokers if b not in gone]
+    if not up:
+        return {}
+    load = {b: 0 for b in report.brokers}
+    for p in report.partitions:
+        for r in p.replicas:
+            load[r] = load.get(r, 0) + 1
+    plan = {}
+    for p in sorted(report.partitions, key=lambda p: p.tp):
+        if p.offline_before or not p.replicas or not set(p.replicas) <= gone:
+            continue   # (an offline partition has no leader for a new replica to copy from)
+        victim = p.replicas[-1]
+        kept_racks = {report.racks.get(r) for r in p.replicas if r != victim} - {None}
+        choices = [b for b in up if b not in p.replicas]
+        if not choices:
+            continue
+        target = min(choices, key=lambda b: (report.racks.get(b) in kept_racks, load[b], b))
+        plan[p.tp] = tuple(target if r == victim else r for r in p.replicas)
+        load[target] += 1
+        load[victim] -= 1
+    return plan
 
 
 def _min_isr(value: str | None, default: int | None, dev: _Deviations, topic: str) -> int:
@@ -668,7 +723,8 @@ def _advice(report: WhatIfReport) -> list[str]:
     out = []
     if report.all_replicas_on_affected:
         out.append(f"{len(report.all_replicas_on_affected)} partition(s) have every replica on the affected "
-                   f"(or already offline) brokers: move one replica elsewhere first.")
+                   f"(or already offline) brokers: move one replica elsewhere first"
+                   + (" (what-if --plan FILE writes the reassignment)." if report.plan else "."))
     stuck = [b for b, ok in sorted(report.controlled_shutdown.items()) if not ok]
     if stuck:
         out.append(f"controlled shutdown of broker(s) {_ints(stuck)} could not move every leader (no other live "
