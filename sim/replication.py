@@ -182,6 +182,9 @@ class Replication:
         self.isr_timers: dict[int, object] = {}
         self.message_bytes: dict[str, int] = {}                   # topic -> bytes per record (for fetch limits)
         self.truncated = 0
+        # One object per distinct (topic, partition) key and per distinct ISR / replica tuple: millions of
+        # replicas share a few thousand tuples (a cluster's replica sets repeat).
+        self._interned: dict[tuple, tuple] = {}
 
     # --- broker lifecycle -------------------------------------------------------------------------
     def broker_started(self, b: int) -> None:
@@ -244,13 +247,16 @@ class Replication:
 
     def become_leader_or_follower(self, b: int, p) -> str:
         """Apply one accepted LeaderAndIsr partition state ``p`` at broker ``b``; returns the partition error."""
+        intern = self._interned.setdefault
         tp = (p.topic, p.partition)
+        tp = intern(tp, tp)
         rep = self.replica(b, tp)
         if rep.offline:
             return KAFKA_STORAGE_ERROR
         was_leader = rep.leader == b
-        rep.leader, rep.leader_epoch, rep.isr = p.leader, p.leader_epoch, tuple(p.isr)
-        rep.partition_epoch, rep.replicas = p.partition_epoch, tuple(p.replicas)
+        isr, replicas = tuple(p.isr), tuple(p.replicas)
+        rep.leader, rep.leader_epoch, rep.isr = p.leader, p.leader_epoch, intern(isr, isr)
+        rep.partition_epoch, rep.replicas = p.partition_epoch, intern(replicas, replicas)
         rep.pending_isr = None
         rep.min_isr = min(self.sim.min_isr(p.topic), len(rep.replicas))   # effectiveMinIsr
         if p.leader == b:
@@ -751,7 +757,8 @@ class Replication:
             rep.pending_isr = None
             result = response.partitions.get(tp) if response is not None else None
             if result is not None and not isinstance(result, str) and result.leader_epoch == rep.leader_epoch:
-                rep.isr = tuple(result.isr)
+                isr = tuple(result.isr)
+                rep.isr = self._interned.setdefault(isr, isr)
                 rep.partition_epoch = result.partition_epoch
                 for r in rep.isr:
                     s = self.sessions.get((r, b))
