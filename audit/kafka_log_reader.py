@@ -51,6 +51,7 @@ _NON_EXISTENT = PartitionState.NonExistentPartition.byte
 _L_CONTROLLER, _L_KRAFT, _L_ELECTOR, _L_OTHER = 0, 1, 2, 3
 _KEYS: dict[str, str] = {}   # a message's first word -> its dispatch key (pat.dispatch_key), remembered
 _KRAFT_STATE_CHANGE_KEYS = pat.KRAFT_STATE_CHANGE_KEYS
+_EARLY_KRAFT_LINES = 100_000   # broker lines kept while a file has shown no KRaft evidence yet
 _SINCE_2_6_KEYS = pat.SINCE_2_6_KEYS
 
 
@@ -102,7 +103,7 @@ class KafkaLogReader:
                  "_hints", "_kraft_lines", "_state_change_lines", "_dialect_080", "_epochs", "_isr", "_tps",
                  "_existing", "_active", "_pending", "_pending_kind", "_awaiting_exception", "_stream", "_parked",
                  "_minute_ms", "_idents", "_loggers", "_item", "_cid", "_epoch", "_out", "_made_row", "_kraft_rows",
-                 "_kraft_broker", "_kraft_controller", "_kraft_row_lines", "_kraft_counted")
+                 "_kraft_broker", "_kraft_controller", "_kraft_row_lines", "_kraft_counted", "_kraft_early")
 
     def __init__(self, path: str, lines: Iterable[str] | None, *, run_id: str, sample_size: int = SAMPLE_SIZE,
                  items: Iterable[tuple] | None = None, splitter: LineSplitter | None = None,
@@ -130,7 +131,7 @@ class KafkaLogReader:
         self._awaiting_exception = False
         self._stream = None                    # the stream of the line being read
         self._parked: dict = {}                # stream -> its (pending, kind, awaiting) while others are read
-        self._minute_ms: dict[str, int] = {}
+        self._minute_ms: dict[str, int] = {}    # "yyyy-MM-dd HH:mm" and "yyyy-MM-dd HH:mm:ss" -> ms
         self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
         self._loggers: dict = {}               # logger as printed -> (_L_*, its full name)
         # Context of the log line being read.
@@ -145,6 +146,9 @@ class KafkaLogReader:
         self._kraft_controller = KraftControllerLines(self._kraft_rows)
         self._kraft_row_lines = 0              # lines that made KRaft rows (counted as "other" until the end)
         self._kraft_counted = False
+        # Broker lines seen before any KRaft evidence (ZooKeeper-mode 3.x brokers print the same Leader lines):
+        # read only once the file turns out to be KRaft's (the batch line that tells it comes first as a rule).
+        self._kraft_early: list = []
 
     # --- driving -------------------------------------------------------------------------------
     def rows(self) -> Iterator[AuditRow]:
@@ -287,13 +291,20 @@ class KafkaLogReader:
         kind = role[0]
         if logger == "state.change.logger":
             self._state_change_lines += 1
-            if key in _KRAFT_BROKER_KEYS and kind == "broker" and self._kraft_broker.line(
-                    self._kraft_head(), role[1], key, body):
-                self._kraft_row_lines += 1
             if key in _KRAFT_STATE_CHANGE_KEYS and pat.is_kraft_state_change(key, body):
                 kind = "kraft"
+            if key in _KRAFT_BROKER_KEYS and role[0] == "broker":
+                if self._kraft_lines or kind == "kraft":
+                    if self._kraft_early:
+                        self._read_early_kraft_lines()
+                    if self._kraft_broker.line(self._kraft_head, role[1], key, body):
+                        self._kraft_row_lines += 1
+                elif len(self._kraft_early) < _EARLY_KRAFT_LINES:
+                    self._kraft_early.append((item, role[1], key, body))
         elif lclass == _L_KRAFT:
-            if self._kraft_controller.line(self._kraft_head(), role[1] if kind == "kraft" else None, key, body):
+            if self._kraft_early:
+                self._read_early_kraft_lines()
+            if self._kraft_controller.line(self._kraft_head, role[1] if kind == "kraft" else None, key, body):
                 self._kraft_row_lines += 1
         if kind == "kraft" or lclass == _L_KRAFT:
             self._kraft_lines += 1
@@ -403,6 +414,14 @@ class KafkaLogReader:
         """The line's time in ms, read as UTC (log4j prints the broker's local time, without a zone)."""
         if ts is None:
             return None
+        frac = ts[20:23]
+        if len(frac) == 3:                       # the usual ",SSS": the second from the cache
+            second = self._minute_ms.get(ts[:19])
+            if second is not None:
+                try:
+                    return second + int(frac)
+                except ValueError:
+                    return None
         try:
             base = self._minute_ms.get(ts[:16])
             if base is None:
@@ -411,10 +430,22 @@ class KafkaLogReader:
                 if len(self._minute_ms) > 4096:
                     self._minute_ms.clear()
                 self._minute_ms[ts[:16]] = base
-            frac = ts[20:23]
-            return base + int(ts[17:19]) * 1000 + (int(frac.ljust(3, "0")) if frac else 0)
+            second = base + int(ts[17:19]) * 1000
+            if len(frac) == 3:
+                self._minute_ms[ts[:19]] = second
+            return second + (int(frac.ljust(3, "0")) if frac else 0)
         except ValueError:
             return None
+
+    def _read_early_kraft_lines(self) -> None:
+        """The broker lines read before the file turned out to be KRaft's, read as KRaft lines now."""
+        current = self._item
+        for item, node, key, body in self._kraft_early:
+            self._item = item
+            if self._kraft_broker.line(self._kraft_head, node, key, body):
+                self._kraft_row_lines += 1
+        self._kraft_early.clear()
+        self._item = current
 
     # --- rows ------------------------------------------------------------------------------------
     def _kraft_head(self) -> tuple:

@@ -28,8 +28,9 @@ from audit.kraft_rows import KRAFT_FOLLOWER, KRAFT_LEADER, KRAFT_PARTITION_CREAT
 _TP = r"(?P<tp>\S+)-(?P<p>\d+)"
 LEADER = re.compile(
     rf"Leader {_TP}(?: with topic id (?:Some\((?P<tid>[^)]*)\)|None|(?P<tid2>[\w-]+)))? starts at leader epoch "
-    r"(?P<le>-?\d+) from offset -?\d+ with partition epoch (?P<pe>-?\d+), high watermark -?\d+, ISR \[(?P<isr>[-\d, ]*)\]"
-    r"(?:.*?(?: Previous leader epoch was | and previous leader epoch was )(?P<prev>-?\d+))?")
+    r"(?P<le>-?\d+) from offset -?\d+ with partition epoch (?P<pe>-?\d+), high watermark -?\d+, ISR \[(?P<isr>[-\d, ]*)\]")
+_PREVIOUS = "revious leader epoch was "     # "... Previous leader epoch was 6." / "... and previous leader epoch was 6."
+_PREVIOUS_EPOCH = re.compile(r"-?\d+")
 FOLLOWER = re.compile(
     rf"Follower {_TP} starts at leader epoch (?P<le>-?\d+) from offset -?\d+ with partition epoch (?P<pe>-?\d+) "
     r"and high watermark -?\d+\. Current leader is (?P<leader>-?\d+)")
@@ -46,8 +47,17 @@ KEYS = frozenset({"leader", "follower", "creating", "transitioning", "skipped", 
 _INTS = re.compile(r"-?\d+")
 
 
+_new = tuple.__new__
+
+
+def _row(head, kind: str, node: int, *rest) -> KraftRow:
+    h = head()
+    return _new(KraftRow, (h[0], h[1], h[2], h[3], kind, node, h[4], *rest))
+
+
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in _INTS.findall(text))
+    """``1,2,3`` or ``1, 2`` as (1, 2, 3)."""
+    return tuple(map(int, text.split(","))) if text else ()
 
 
 class KraftBrokerLines:
@@ -58,15 +68,17 @@ class KraftBrokerLines:
         self.out = out
         self._topic_ids: dict[tuple[int, str, int], str] = {}   # (broker, topic, partition) -> last topic id
 
-    def line(self, head: tuple, node: int, key: str, body: str) -> bool | None:
+    def line(self, head, node: int, key: str, body: str) -> bool | None:
         """Rows of one line: True when it made rows, False when it is known and makes none, None when not known.
-        ``head`` is the row's (run_id, source, position, seq) and ``time_ms``."""
+        ``head()`` gives the row's (run_id, source, position, seq) and ``time_ms`` (asked only for a row)."""
         if key == "leader":
             m = LEADER.match(body)
             if m is None:
                 return None
-            topic, p = m["tp"], int(m["p"])
-            tid = m["tid"] if m["tid"] is not None else m["tid2"]
+            topic, p, tid, tid2, le, pe, isr = m.group("tp", "p", "tid", "tid2", "le", "pe", "isr")
+            p = int(p)
+            if tid is None:
+                tid = tid2
             if tid in ("", "None"):
                 tid = None
             if tid is not None:
@@ -75,18 +87,20 @@ class KraftBrokerLines:
                 tid = self._topic_ids.get((node, topic, p))
             # The Leader line prints its partition's previous leader epoch before changing it (unlike the
             # Follower line of 3.6+): kept as ``epoch``, it tells a gap the file itself does not show.
-            self.out.append(KraftRow(*head[:4], KRAFT_LEADER, node, head[4], topic, tid, p, -1, node, int(m["le"]),
-                                     int(m["pe"]), _ints(m["isr"]), None, None, None,
-                                     None if m["prev"] is None else int(m["prev"]), None))
+            at = body.rfind(_PREVIOUS)
+            prev = _PREVIOUS_EPOCH.match(body, at + len(_PREVIOUS)) if at > 0 else None
+            self.out.append(_row(head, KRAFT_LEADER, node, topic, tid, p, -1, node, int(le), int(pe), _ints(isr),
+                                 None, None, None,
+                                 None if prev is None else int(prev.group()), None))
             return True
         if key == "follower":
             m = FOLLOWER.match(body)
             if m is None:
                 return None
-            topic, p = m["tp"], int(m["p"])
-            self.out.append(KraftRow(*head[:4], KRAFT_FOLLOWER, node, head[4], topic,
-                                     self._topic_ids.get((node, topic, p)), p, -1, int(m["leader"]), int(m["le"]),
-                                     int(m["pe"]), None, None, None, None, None, None))
+            topic, p, leader, le, pe = m.group("tp", "p", "leader", "le", "pe")
+            p = int(p)
+            self.out.append(_row(head, KRAFT_FOLLOWER, node, topic, self._topic_ids.get((node, topic, p)), p, -1,
+                                 int(leader), int(le), int(pe), None, None, None, None, None, None))
             return True
         if key == "creating":
             m = CREATING.match(body)
@@ -94,7 +108,7 @@ class KraftBrokerLines:
                 return None
             topic, p, tid = m["tp"], int(m["p"]), m["tid"]
             self._topic_ids[(node, topic, p)] = tid
-            self.out.append(KraftRow(*head[:4], KRAFT_PARTITION_CREATED, node, head[4], topic, tid, p, -1, None,
+            self.out.append(_row(head, KRAFT_PARTITION_CREATED, node, topic, tid, p, -1, None,
                                      None, None, None, None, None, None, None, None))
             return True
         if key == "skipped":
@@ -104,7 +118,7 @@ class KraftBrokerLines:
                 if tid is not None:
                     self._topic_ids[(node, topic, p)] = tid
                 kind = KRAFT_LEADER if m["role"] == "leader" else KRAFT_FOLLOWER
-                self.out.append(KraftRow(*head[:4], kind, node, head[4], topic, tid, p, -1, int(m["leader"]),
+                self.out.append(_row(head, kind, node, topic, tid, p, -1, int(m["leader"]),
                                          int(m["le"]), int(m["pe"]), _ints(m["isr"]), _ints(m["replicas"]), None,
                                          None, None, "skipped"))
                 return True

@@ -51,16 +51,21 @@ from audit.kraft_rows import (
 )
 
 _ID = r"[\w-]+"
+_REGISTRATION_FIELDS = (   # the fields the audit reads, in their printed order (3.3-3.6: no directories, ELRs)
+    r"PartitionRegistration\(replicas=\[(?P<replicas>[^\]]*)\], (?:directories=\[[^\]]*\], )?isr=\[(?P<isr>[^\]]*)\], "
+    r"removingReplicas=\[[^\]]*\], addingReplicas=\[[^\]]*\], (?:elr=\[(?P<elr>[^\]]*)\], )?"
+    r"(?:lastKnownElr=\[[^\]]*\], )?leader=(?P<leader>-?\d+), leaderRecoveryState=(?P<recovery>\w+), "
+    r"leaderEpoch=(?P<le>-?\d+), partitionEpoch=(?P<pe>-?\d+)\)")
 PARTITION_RECORD = re.compile(
     rf"Replayed PartitionRecord for (?:new|existing) partition (?P<tp>\S+)-(?P<p>\d+) with topic ID (?P<tid>{_ID}) "
-    r"and (?P<reg>PartitionRegistration\(.*\))\.?$")
+    rf"and {_REGISTRATION_FIELDS}")
 TOPIC_RECORD = re.compile(rf"Replayed TopicRecord for topic (?P<topic>\S+) with topic ID (?P<tid>{_ID})\.?$")
 REMOVE_TOPIC = re.compile(rf"Replayed RemoveTopicRecord for topic (?P<topic>\S+) with ID (?P<tid>{_ID})\.?$")
 UNCLEAN_CHANGE = re.compile(
     rf"UNCLEAN partition change for (?P<tp>\S+)-(?P<p>\d+) with topic ID (?P<tid>{_ID}): (?P<diff>.*)$")
 NEW_LEADER = re.compile(
     rf"Setting new leader for topicId (?P<tid>{_ID}), partition (?P<p>\d+) to (?P<leader>-?\d+) using "
-    r"(?P<how>ELR|an unclean election)(?:\. Previous partition: (?P<reg>PartitionRegistration\([^)]*\)))?")
+    r"(?P<how>ELR|an unclean election)(?:\. Previous partition: (?P<reg>PartitionRegistration\())?")
 REGISTER_BROKER = re.compile(
     r"Replayed (?P<initial>initial )?RegisterBrokerRecord (?:for|establishing a new incarnation of|[\w -]*?) "
     r"broker (?P<b>\d+): RegisterBrokerRecord\(brokerId=\d+, .*?incarnationId=(?P<inc>[\w-]+), "
@@ -87,12 +92,17 @@ CONTROLLER_STARTED = re.compile(r"Creating new QuorumController with clusterId (
 SNAPSHOT_LOADING = re.compile(r"Starting to load snapshot ")
 
 _FIELDS = re.compile(r"(\w+)=(\[[^\]]*\]|[^,)]*)")
+_REGISTRATION = re.compile(_REGISTRATION_FIELDS)
 _DIFF = re.compile(r"(\w+): (\[[^\]]*\]|\S+?) -> (\[[^\]]*\]|[^,\s]+)")
 _INTS = re.compile(r"-?\d+")
 
 
+_new = tuple.__new__
+
+
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in _INTS.findall(text))
+    """``1, 2, 3`` as (1, 2, 3)."""
+    return tuple(map(int, text.split(","))) if text else ()
 
 
 def parse_registration(text: str) -> dict:
@@ -100,7 +110,7 @@ def parse_registration(text: str) -> dict:
     out = {}
     for name, value in _FIELDS.findall(text):
         if value.startswith("["):
-            out[name] = _ints(value) if name != "directories" else value
+            out[name] = _ints(value[1:-1]) if name != "directories" else value
         elif _INTS.fullmatch(value):
             out[name] = int(value)
         else:
@@ -125,36 +135,40 @@ class KraftControllerLines:
         self._node = -1                              # the last controller named (for lines that name none)
         self._topic_names: dict[str, str] = {}       # topic id -> name, from TopicRecord replays
 
-    def line(self, head: tuple, node: int | None, key: str, body: str) -> bool:
+    def line(self, head, node: int | None, key: str, body: str) -> bool:
         """Rows of one line (``head`` as in :meth:`audit.kraft_broker_lines.KraftBrokerLines.line`): True when it
         made rows. Lines of KRaft loggers are all understood."""
         if node is None:
             node = self._node
         else:
             self._node = node
-        what = _BY_KEY.get(key)
-        if what is None:
+        handler = _HANDLERS.get(key)
+        if handler is None:
             if key.endswith(":") and "NotLeaderException" in body:
                 m = RENOUNCING_ON_ERROR.match(body)
                 if m is not None:
                     return self._row(head, KRAFT_RENOUNCED, node, epoch=int(m["epoch"]), detail="error")
             return False
-        return getattr(self, "_" + what)(head, node, body)
+        return handler(self, head, node, body)
 
     def _row(self, head, kind, node, *, topic=None, topic_id=None, partition=-1, broker=-1, leader=None,
              leader_epoch=None, partition_epoch=None, isr=None, replicas=None, elr=None, recovering=None, epoch=None,
              detail=None) -> bool:
-        self.out.append(KraftRow(head[0], head[1], head[2], head[3], kind, node, head[4], topic, topic_id, partition,
-                                 broker, leader, leader_epoch, partition_epoch, isr, replicas, elr, recovering, epoch,
-                                 detail))
+        head = head()
+        self.out.append(_new(KraftRow, (head[0], head[1], head[2], head[3], kind, node, head[4], topic, topic_id,
+                                        partition, broker, leader, leader_epoch, partition_epoch, isr, replicas, elr,
+                                        recovering, epoch, detail)))
         return True
 
-    def _registration(self, head, node, topic, tid, p, reg: dict) -> bool:
-        recovery = reg.get("leaderRecoveryState")
-        return self._row(head, KRAFT_REGISTRATION, node, topic=topic, topic_id=tid, partition=p,
-                         leader=reg.get("leader"), leader_epoch=reg.get("leaderEpoch"),
-                         partition_epoch=reg.get("partitionEpoch"), isr=reg.get("isr"), replicas=reg.get("replicas"),
-                         elr=reg.get("elr"), recovering=None if recovery is None else recovery == "RECOVERING")
+    def _registration(self, head, node, topic, tid, p, m) -> tuple:
+        """A registration row of a ``PartitionRegistration(...)`` dump (``m``, a match with its fields); its
+        (replicas, elr)."""
+        replicas, elr = _ints(m["replicas"]), None if m["elr"] is None else _ints(m["elr"])
+        h = head()      # the most frequent row of a controller's log: made without keywords
+        self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_REGISTRATION, node, h[4], topic, tid, p, -1,
+                                        int(m["leader"]), int(m["le"]), int(m["pe"]), _ints(m["isr"]), replicas, elr,
+                                        m["recovery"] == "RECOVERING", None, None)))
+        return replicas, elr
 
     def _replayed(self, head, node, body) -> bool:
         word = body[9:body.find(" ", 9)]
@@ -162,7 +176,8 @@ class KraftControllerLines:
             m = PARTITION_RECORD.match(body)
             if m is not None:
                 self._topic_names.setdefault(m["tid"], m["tp"])
-                return self._registration(head, node, m["tp"], m["tid"], int(m["p"]), parse_registration(m["reg"]))
+                self._registration(head, node, m["tp"], m["tid"], int(m["p"]), m)
+                return True
         elif word == "TopicRecord":
             m = TOPIC_RECORD.match(body)
             if m is not None:
@@ -196,7 +211,7 @@ class KraftControllerLines:
         def number(name):
             v = new.get(name)
             return int(v) if v is not None and _INTS.fullmatch(v) else None
-        isr = _ints(new["isr"]) if "isr" in new else None
+        isr = _ints(new["isr"][1:-1]) if "isr" in new else None
         recovery = new.get("leaderRecoveryState")
         return self._row(head, KRAFT_ELECTION, node, topic=m["tp"], topic_id=m["tid"], partition=int(m["p"]),
                          leader=number("leader"), leader_epoch=number("leaderEpoch"),
@@ -210,12 +225,12 @@ class KraftControllerLines:
         tid, p, leader = m["tid"], int(m["p"]), int(m["leader"])
         topic = self._topic_names.get(tid)
         elr = replicas = None
-        if m["reg"] is not None:
-            before = parse_registration(m["reg"])
-            self._registration(head, node, topic, tid, p, before)
-            replicas = before.get("replicas")
-            if before.get("elr") is not None:
-                elr = tuple(b for b in before["elr"] if b != leader)
+        reg = _REGISTRATION.match(body, m.start("reg")) if m["reg"] is not None else None
+        before = self._registration(head, node, topic, tid, p, reg) if reg is not None else None
+        if before is not None:
+            replicas, elr = before
+            if elr is not None:
+                elr = tuple(b for b in elr if b != leader)
         how = ELECTED_FROM_ELR if m["how"] == "ELR" else ELECTED_UNCLEAN
         return self._row(head, KRAFT_ELECTION, node, topic=topic, topic_id=tid, partition=p, leader=leader,
                          isr=(leader,), replicas=replicas, elr=elr, detail=how)
@@ -268,3 +283,7 @@ class KraftControllerLines:
 
     def _snapshot(self, head, node, body) -> bool:
         return SNAPSHOT_LOADING.match(body) is not None and self._row(head, KRAFT_SNAPSHOT_LOADING, node)
+
+
+# A message's first word (``audit.kafka_line_patterns.dispatch_key``) -> the method reading it.
+_HANDLERS = {key: getattr(KraftControllerLines, "_" + what) for key, what in _BY_KEY.items()}
