@@ -2,7 +2,7 @@
 
 ``new-cluster`` starts a log; every other command here rebuilds the cluster from the log (its
 latest ClusterSnapshot plus the tail, every record checked as ``replay`` checks it), carries out
-one operator action as Kafka's tools would (``kafka-reassign-partitions.sh``,
+one operator action as Kafka's tools would (``kafka-reassign-partitions.sh`` with its actions,
 ``kafka-leader-election.sh``, ``kafka-topics.sh --delete``, a broker's shutdown, ...), appends
 what happened to the log and prints the tool's answer. ``kcontroller log``/``describe`` then show it.
 """

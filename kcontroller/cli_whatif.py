@@ -3,8 +3,11 @@ offline, and which fall under min.insync.replicas, if those brokers die or are s
 
 FILE is the text of ``kafka-topics.sh --describe`` (any version 0.8 to 4.x, pasted with its noise)
 or a reassignment JSON; ``sim.describe_parser`` reads it, ``sim.whatif`` rebuilds the cluster
-around the embedded controller and plays the scenario. Exit status: 0, or 1 with ``--check`` when a
-partition goes offline or under min.insync.replicas (a pre-maintenance gate), 2 on errors.
+around the embedded controller and plays the scenario. ``--plan FILE`` writes the reassignment JSON that
+moves a replica of each partition whose every replica is taken out to a broker that stays up (the file
+``kafka-reassign-partitions.sh --execute`` reads); ``--racks``/``--kill-rack`` give the brokers' racks and
+kill a whole rack. Exit status: 0, or 1 with ``--check`` when a partition goes offline or under
+min.insync.replicas (a pre-maintenance gate), 2 on errors.
 """
 from __future__ import annotations
 

@@ -39,8 +39,10 @@ shutdown (``stop_broker``: Kafka's retries); brokers in ``kill`` die at once (ki
 passes until their ZooKeeper sessions expire (``zookeeper.session.timeout.ms``, 18 s). The report
 lists, per partition, leader and ISR before and after, whether it is offline (no live leader),
 whether it is under its ``min.insync.replicas`` (online with |ISR| < min ISR: acks=all producers
-fail), whether an unclean election happened, the RF=1 partitions on the affected brokers, and
-advice.
+fail), whether an unclean election happened, the RF=1 partitions on the affected brokers, advice, and
+the reassignment that removes what a reassignment can remove (:func:`plan_reassignment`: one replica
+of each partition whose every replica is on the affected brokers moved to a broker that stays up).
+Brokers may be given racks (``racks``): they register with them, and the plan prefers other racks.
 
 Not modelled (reported when the description shows them): Confluent observers are ordinary replicas
 that are not in the ISR (no automatic observer promotion); ``Elr``/``LastKnownElr`` (KRaft,
