@@ -1,15 +1,20 @@
 """The workload's producers: Kafka's producer client, reduced to what decides availability and loss.
 
-Each producer of a scenario's workload runs on the ``"clients"`` node. Every ``TICK_MS`` it adds
-the messages its rate calls for to its accumulator, filling one partition's batch up to
-``batch.size`` (16384 bytes) before moving to the next partition of its topics (the
+Each producer of a scenario's workload runs on the ``"clients"`` node, with the producer configs
+of :mod:`sim.producer_config` (Kafka 3.7's defaults, or the scenario's ``configs``). Every
+``TICK_MS`` it adds the messages its rate calls for to its accumulator, filling one partition's
+batch up to ``batch.size`` (16384 bytes) before moving to the next partition of its topics (the
 uniform sticky partitioner of KIP-794, in round-robin order so runs are reproducible). Batches
-go to the leader its metadata names as Kafka's ``Sender`` loop sends them: at every tick and
-whenever a request completes, requests with at most one batch per partition go to each leader
-while fewer than five are in flight to it (``max.in.flight.requests.per.connection``); a
-partition whose leader it does not know waits in the accumulator. Errors are retried after
-``retry.backoff.ms`` (100 ms) with a metadata refresh, until ``delivery.timeout.ms`` (120 s)
-after the batch was made; then its messages fail with DELIVERY_TIMEOUT. Every batch
+go to the leader its metadata names as Kafka's ``Sender`` loop sends them: at every tick, when
+a batch's ``linger.ms`` runs out, and whenever a request completes, requests with at most one
+batch per partition go to each *ready* leader (RecordAccumulator.ready: one of its partitions'
+first batches is full, has waited ``linger.ms``, or is a retry whose backoff is over — then every
+partition's first batch goes, lingering or not, as RecordAccumulator.drain does) while fewer
+than ``max.in.flight.requests.per.connection`` (5) are in flight to it; a partition whose
+leader it does not know waits in the accumulator. Errors are retried after ``retry.backoff.ms``
+(100 ms) with a metadata refresh, at most ``retries`` times and until ``delivery.timeout.ms``
+(120 s) after the batch was made; then its messages fail (with the last error, or
+DELIVERY_TIMEOUT). Every batch
 acknowledged with acks 1 or all is reported to the metrics with its offsets and leader epoch,
 so that its fate can be followed to the end of the run, and with the time since the batch was made
 (its produce latency). With acks 0 a request is done once it
@@ -20,7 +25,8 @@ purgatory): their batches fail with NETWORK_EXCEPTION and the client stops sendi
 broker, retrying the connection after ``reconnect.backoff.ms`` (50 ms, doubling up to 1 s) —
 failed reconnections leave the batches waiting, as Kafka's ``NetworkClient`` does, without
 counting as errors. A request lost to a cut link times out after ``request.timeout.ms``
-(REQUEST_TIMED_OUT). After ``stop`` the producer adds no message but goes on retrying, or
+(REQUEST_TIMED_OUT), which is also the produce request's timeout at the broker (how long acks=all
+waits for the ISR). After ``stop`` the producer adds no message but goes on retrying, or
 expiring, those it has.
 """
 from __future__ import annotations
@@ -28,19 +34,14 @@ from __future__ import annotations
 from bisect import insort
 from operator import itemgetter
 
+from sim.producer_config import producer_configs
 from sim.replication import NETWORK_EXCEPTION, NONE, REQUEST_TIMED_OUT
 
 TICK_MS = 100
-BATCH_SIZE = 16384
-RETRY_BACKOFF_MS = 100
-DELIVERY_TIMEOUT_MS = 120_000
-METADATA_MAX_AGE_MS = 300_000
-RECONNECT_BACKOFF_MS = 50
-MAX_IN_FLIGHT = 5                 # max.in.flight.requests.per.connection
-RECONNECT_BACKOFF_MAX_MS = 1000
 DELIVERY_TIMEOUT = "DELIVERY_TIMEOUT"
 UNKNOWN_TOPIC_OR_PARTITION = "UNKNOWN_TOPIC_OR_PARTITION"
 _SEQUENCE = itemgetter(4)
+# A batch: [tp, messages, made at ms, not before ms (a retry's backoff), sequence, attempts so far].
 
 
 class Producer:
@@ -50,7 +51,18 @@ class Producer:
         self.sim = sim
         self.spec = spec
         self.index = index
-        self.per_batch = max(1, BATCH_SIZE // spec.message_bytes)
+        c = producer_configs(dict(spec.configs))
+        self.per_batch = max(1, c["batch.size"] // spec.message_bytes)
+        self.linger_ms = c["linger.ms"]
+        self.max_in_flight = c["max.in.flight.requests.per.connection"]
+        self.request_timeout_ms = c["request.timeout.ms"]
+        self.delivery_timeout_ms = c["delivery.timeout.ms"]
+        self.retries = c["retries"]
+        self.retry_backoff_ms = c["retry.backoff.ms"]
+        self.reconnect_backoff_ms = c["reconnect.backoff.ms"]
+        self.reconnect_backoff_max_ms = c["reconnect.backoff.max.ms"]
+        self.metadata_max_age_ms = c["metadata.max.age.ms"]
+        self.linger_timer = None     # the wake-up for the first batch whose linger.ms runs out
         self.produced = 0            # messages handed to the accumulator so far
         self.cursor = 0              # round-robin position over the partitions
         self.fill = 0                # messages in the current partition's batch
@@ -58,7 +70,7 @@ class Producer:
         self.batches_made = 0        # the next batch's sequence
         self.draining = False        # a _drain is running (further down the stack)
         self.leaders: dict[tuple, int] = {}
-        self.metadata_ms = -METADATA_MAX_AGE_MS
+        self.metadata_ms = -self.metadata_max_age_ms
         self.needs_refresh = True
         self.in_flight = 0
         self.down: dict[int, list] = {}      # broker -> [reconnect at ms, current backoff ms]
@@ -79,7 +91,7 @@ class Producer:
         elif not self.accumulator and not self.in_flight:
             return
         # After ``stop`` no message is added, but the sender goes on retrying (or expiring) what it has.
-        if self.needs_refresh or now - self.metadata_ms >= METADATA_MAX_AGE_MS:
+        if self.needs_refresh or now - self.metadata_ms >= self.metadata_max_age_ms:
             self._refresh_metadata(now)
         self._drain(now)
         sim.loop.after(TICK_MS, self._tick, f"producer {self.index}")
@@ -107,7 +119,7 @@ class Producer:
             if batch is not None and batch[1] + take <= self.per_batch:
                 batch[1] += take      # the partition's last batch still has room
             else:
-                batch = open_batches[tp] = [tp, take, now, now, self.batches_made]
+                batch = open_batches[tp] = [tp, take, now, now, self.batches_made, 0]
                 self.batches_made += 1
                 acc.append(batch)
             due -= take
@@ -145,13 +157,16 @@ class Producer:
 
     def _drain_rounds(self, now: int) -> None:
         metrics = self.sim.metrics
+        linger = self.linger_ms
         while self.accumulator:
             by_leader: dict[int, list] = {}
             keep = []
             taken: set = set()        # partitions whose first batch this round has looked at
+            ready_leaders: set = set()
+            wake = None               # when a lingering batch would make its leader ready
             for batch in self.accumulator:
-                tp, count, created, ready, _ = batch
-                if now - created >= DELIVERY_TIMEOUT_MS:
+                tp, count, created, ready, _, attempts = batch
+                if now - created >= self.delivery_timeout_ms:
                     metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
                     metrics.failed_messages += count
                     if self.open_batches.get(tp) is batch:
@@ -170,17 +185,42 @@ class Producer:
                     keep.append(batch)
                     continue
                 down = self.down.get(leader)
-                if (down is not None and down[0] > now) or len(self.requests.get(leader, ())) >= MAX_IN_FLIGHT:
+                if (down is not None and down[0] > now) or len(self.requests.get(leader, ())) >= self.max_in_flight:
                     keep.append(batch)
                     continue
-                if self.open_batches.get(tp) is batch:
-                    del self.open_batches[tp]       # sent: closed for appends
+                if attempts or count >= self.per_batch or now - created >= linger:
+                    ready_leaders.add(leader)
+                elif wake is None or created + linger < wake:
+                    wake = created + linger
                 by_leader.setdefault(leader, []).append(batch)
+            if linger and len(ready_leaders) < len(by_leader):
+                # A leader none of whose batches is full, lingered enough or a retry is not ready: they wait.
+                for leader in [b for b in by_leader if b not in ready_leaders]:
+                    keep.extend(by_leader.pop(leader))
+                keep.sort(key=_SEQUENCE)
+                if wake is not None:
+                    self._wake_at(wake)
             self.accumulator = keep
             if not by_leader:
                 return
             for leader in sorted(by_leader):
+                for batch in by_leader[leader]:
+                    if self.open_batches.get(batch[0]) is batch:
+                        del self.open_batches[batch[0]]     # sent: closed for appends
                 self._send(leader, by_leader[leader])
+
+    def _wake_at(self, at: int) -> None:
+        """Drain again when a lingering batch's linger.ms runs out (one wake-up, the earliest, pending)."""
+        timer = self.linger_timer
+        if timer is not None and not timer.cancelled and timer.time <= at:
+            return
+        if timer is not None:
+            timer.cancel()
+
+        def wake() -> None:
+            self.linger_timer = None
+            self._drain(self.sim.loop.now)
+        self.linger_timer = self.sim.loop.at(at, wake, f"producer {self.index} linger")
 
     def _send(self, leader: int, batches: list) -> None:
         sim = self.sim
@@ -201,7 +241,7 @@ class Producer:
                                  lambda: self._timed_out(batches, sent_at, answered))
                 return
             self.down.pop(leader, None)
-            sim.replication.produce(leader, acks, [(b[0], b[1]) for b in batches], respond)
+            sim.replication.produce(leader, acks, [(b[0], b[1]) for b in batches], respond, self.request_timeout_ms)
             if acks == 0:
                 self._sent_without_acks(batches, answered)
 
@@ -216,14 +256,14 @@ class Producer:
         down = self.down.get(leader)
         if down is None:
             # The connection was up: the requests on it fail.
-            self.down[leader] = [self.sim.loop.now + RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MS]
+            self.down[leader] = [self.sim.loop.now + self.reconnect_backoff_ms, self.reconnect_backoff_ms]
             self._on_response(batches, [(NETWORK_EXCEPTION, b[0], b[1], -1, -1) for b in batches], answered)
             return
         # A failed reconnection: the batches wait, the next attempt backs off further.
         self.requests.get(answered[1], {}).pop(id(answered), None)
         answered[0] = True
         self.in_flight -= 1
-        down[1] = min(RECONNECT_BACKOFF_MAX_MS, down[1] * 2)
+        down[1] = min(self.reconnect_backoff_max_ms, down[1] * 2)
         down[0] = self.sim.loop.now + down[1]
         self.needs_refresh = True
         self._reenqueue(batches)
@@ -253,7 +293,7 @@ class Producer:
             return
         if answered[0]:
             return
-        due = max(self.sim.loop.now, sent_at + self.sim.replication.request_timeout_ms)
+        due = max(self.sim.loop.now, sent_at + self.request_timeout_ms)
         results = [(REQUEST_TIMED_OUT, b[0], b[1], -1, -1) for b in batches]
         self.sim.loop.at(due, lambda: self._on_response(batches, results, answered), "produce request timeout")
 
@@ -261,7 +301,7 @@ class Producer:
         """The broker's process is gone: its connections reset, the requests in flight on them fail."""
         for batches, answered in list(self.requests.get(b, {}).values()):
             if not answered[0]:
-                self.down[b] = [self.sim.loop.now + RECONNECT_BACKOFF_MS, RECONNECT_BACKOFF_MS]
+                self.down[b] = [self.sim.loop.now + self.reconnect_backoff_ms, self.reconnect_backoff_ms]
                 results = [(NETWORK_EXCEPTION, x[0], x[1], -1, -1) for x in batches]
                 self.sim.network.send(b, "clients", lambda batches=batches, answered=answered, results=results:
                                       self._on_response(batches, results, answered),
@@ -277,7 +317,7 @@ class Producer:
         sim = self.sim
         now = sim.loop.now
         metrics = sim.metrics
-        retry_at = now + RETRY_BACKOFF_MS
+        retry_at = now + self.retry_backoff_ms
         retries = []
         for batch, result in zip(batches, results):
             error, _tp, count, epoch, first = result
@@ -288,11 +328,14 @@ class Producer:
                 continue
             metrics.produce_error(error, count, now, batches=1)
             self.needs_refresh = True
-            if retry_at - batch[2] >= DELIVERY_TIMEOUT_MS:
+            if retry_at - batch[2] >= self.delivery_timeout_ms:
                 metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
                 metrics.failed_messages += count
+            elif batch[5] >= self.retries:
+                metrics.failed_messages += count     # Sender.canRetry: no retry left; it fails with the error
             else:
                 batch[3] = retry_at
+                batch[5] += 1
                 retries.append(batch)
         self._reenqueue(retries)
         self._drain(now)      # a request slot is free: the sender sends what is ready at once

@@ -632,9 +632,10 @@ class Replication:
             _, request, i, result = rep.delayed.popleft()
             request.decide(i, (error,) + result[1:])
 
-    def produce(self, b: int, acks: int, batches: list, respond) -> None:
+    def produce(self, b: int, acks: int, batches: list, respond, timeout_ms: int | None = None) -> None:
         """A produce request at broker ``b``: ``batches`` of (tp, count); ``respond(results)`` gets
-        one (error, tp, count, epoch, first offset) per batch (never called for acks=0)."""
+        one (error, tp, count, epoch, first offset) per batch (never called for acks=0). ``timeout_ms``
+        is the request's timeout (the producer's request.timeout.ms): how long acks=-1 batches may wait."""
         reps = self.replicas.get(b)
         request = ProduceRequest(acks, batches, respond if acks != 0 else (lambda results: None))
         waiting = False
@@ -666,7 +667,8 @@ class Replication:
             else:
                 request.decide(i, result)
         if waiting and request.remaining:
-            request.timer = self.sim.loop.after(self.request_timeout_ms, lambda: self._expire(request),
+            request.timer = self.sim.loop.after(self.request_timeout_ms if timeout_ms is None else timeout_ms,
+                                                lambda: self._expire(request),
                                                 "produce timeout")
 
     def _expire(self, request: ProduceRequest) -> None:

@@ -118,6 +118,10 @@ duplicates, on brokers of the cluster.
           message_bytes: 1024     # default 1024
           start: 0s               # default 0
           stop: 2m                # default: the end of the run; after start, within duration
+          configs:                # producer configs (Kafka 3.7's defaults): batch.size, linger.ms,
+            linger.ms: 5          # max.in.flight.requests.per.connection, request.timeout.ms,
+                                  # delivery.timeout.ms, retries, retry.backoff.ms,
+                                  # reconnect.backoff.ms, reconnect.backoff.max.ms, metadata.max.age.ms
 
 ``acks`` is kept as Kafka's integer: 0, 1 or -1 (all).
 
@@ -285,6 +289,7 @@ from controller.embedding.cluster import READ_ONLY_BROKER_CONFIGS
 from controller.config import DEFAULTS, ConfigError, KafkaConfig, check_config_name, check_config_value
 from controller.store.kafka_zk_client import InvalidTopicError, validate_topic_name
 from controller.store.zookeeper import negotiated_session_timeout
+from sim.producer_config import PRODUCER_CONFIGS, ProducerConfigError, producer_configs
 
 __all__ = [
     "ACTIONS", "QUORUM_VERSIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "QuorumSpec", "Scenario",
@@ -339,6 +344,7 @@ class ProducerSpec:
     message_bytes: int
     start_ms: int
     stop_ms: int
+    configs: tuple[tuple[str, int], ...] = ()   # producer configs set (sim.producer_config), sorted by name
 
 
 @dataclass(frozen=True)
@@ -662,6 +668,24 @@ class _Parser:
             out[name] = self.config_value(name, vnode, f"{what}.{name}", allow_null)
         return out
 
+    def producer_configs(self, node: yaml.Node, what: str) -> tuple[tuple[str, int], ...]:
+        """A producer's ``configs``: Kafka producer config names (sim.producer_config) to integers."""
+        values: dict[str, int] = {}
+        for knode, name, vnode in self.pairs(node, what, "a mapping of producer config names to values"):
+            if not isinstance(name, str) or name not in PRODUCER_CONFIGS:
+                known = ", ".join(sorted(PRODUCER_CONFIGS))
+                self.fail(knode, f"{what}: expected a producer config the simulation knows ({known}; acks is the "
+                                 f"producer's own field), got {knode.value}")
+            d = PRODUCER_CONFIGS[name]
+            values[name] = self.integer(vnode, f"{what}.{name}", d.minimum, maximum=d.maximum)
+            if values[name] > d.maximum:
+                self.fail(vnode, f"{what}.{name}: expected at most {d.maximum}, got {values[name]}")
+        try:
+            producer_configs(values)
+        except ProducerConfigError as e:
+            self.fail(node, f"{what}: {e}")
+        return tuple(sorted(values.items()))
+
     def config_name(self, node: yaml.Node, name: str, what: str) -> None:
         """A misspelt known config name is an error (KafkaConfig suggests the right one)."""
         try:
@@ -958,7 +982,7 @@ class _ScenarioParser(_Parser):
         producers = []
         for i, n in enumerate(self.sequence(f["producers"], "workload.producers", "a list of producers")):
             what = f"workload.producers[{i}]"
-            pf = self.fields(n, what, ("topics", "rate_per_s", "acks", "message_bytes", "start", "stop"),
+            pf = self.fields(n, what, ("topics", "rate_per_s", "acks", "message_bytes", "start", "stop", "configs"),
                              ("topics", "rate_per_s"))
             tnode = pf["topics"]
             tnodes = [tnode] if isinstance(tnode, yaml.ScalarNode) else self.sequence(
@@ -998,7 +1022,8 @@ class _ScenarioParser(_Parser):
             if stop <= start or stop > self.duration:
                 self.fail(pf["stop"], f"{what}.stop: expected a time after start ({format_time(start)}) and at most "
                                       f"the duration ({format_time(self.duration)}), got {format_time(stop)}")
-            producers.append(ProducerSpec(tuple(topics), rate, acks, size, start, stop))
+            configs = self.producer_configs(pf["configs"], f"{what}.configs") if "configs" in pf else ()
+            producers.append(ProducerSpec(tuple(topics), rate, acks, size, start, stop, configs))
         return WorkloadSpec(tuple(producers))
 
     def steps(self, node: yaml.Node) -> tuple[Step, ...]:
@@ -1492,7 +1517,8 @@ def dump_scenario(scenario: Scenario) -> str:
     if scenario.workload is not None:
         doc["workload"] = {"producers": [
             {"topics": list(p.topics), "rate_per_s": p.rate_per_s, "acks": {0: 0, 1: 1, -1: "all"}[p.acks],
-             "message_bytes": p.message_bytes, "start": format_time(p.start_ms), "stop": format_time(p.stop_ms)}
+             "message_bytes": p.message_bytes, "start": format_time(p.start_ms), "stop": format_time(p.stop_ms),
+             **({"configs": dict(p.configs)} if p.configs else {})}
             for p in scenario.workload.producers]}
     if scenario.steps:
         doc["steps"] = [_step_yaml(s) for s in scenario.steps]

@@ -249,12 +249,12 @@ MIN_ISR = """
     duration: 14s
     cluster:
       brokers: [0, 1]
-      configs: {{replica.lag.time.max.ms: 2000, request.timeout.ms: 5000, inter.broker.protocol.version: "{ibp}"}}
+      configs: {{replica.lag.time.max.ms: 2000, inter.broker.protocol.version: "{ibp}"}}
     topics:
       - {{name: t, assignment: [[0, 1]], configs: {{min.insync.replicas: 2}}}}
     workload:
       producers:
-        - {{topics: [t], rate_per_s: 100, acks: all, stop: 10s}}
+        - {{topics: [t], rate_per_s: 100, acks: all, stop: 10s, configs: {{request.timeout.ms: 5000}}}}
     steps:
       - {{at: 3s, action: partition_network, isolate: 1, from: [0]}}
 """
@@ -622,15 +622,14 @@ def test_messages_are_conserved_through_failures_and_delivery_timeouts():
         duration: 135s
         cluster:
           brokers: [0, 1, 2]
-          configs: {zookeeper.session.timeout.ms: 6000, replica.lag.time.max.ms: 2000,
-                    request.timeout.ms: 119900}
+          configs: {zookeeper.session.timeout.ms: 6000, replica.lag.time.max.ms: 2000}
         topics:
           - {name: rf1, assignment: [[2], [0]]}
           - {name: isr, assignment: [[0, 1]], configs: {min.insync.replicas: 2}}
         workload:
           producers:
-            - {topics: [rf1], rate_per_s: 50, acks: 1, stop: 8s}
-            - {topics: [isr], rate_per_s: 20, acks: all, stop: 8s}
+            - {topics: [rf1], rate_per_s: 50, acks: 1, stop: 8s, configs: {request.timeout.ms: 119900}}
+            - {topics: [isr], rate_per_s: 20, acks: all, stop: 8s, configs: {request.timeout.ms: 119900}}
         steps:
           - {at: 4s, action: kill_broker, broker: 2}
           - {at: 4s, action: partition_network, isolate: 1, from: [0]}
