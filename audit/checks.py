@@ -120,6 +120,13 @@ starts over).
   before (Raft epochs are kept on disk: they never fall, across restarts too; a new cluster id
   starts over).
 - ``kraft_two_leaders_in_epoch``: two different controllers named the leader of one Raft epoch.
+- ``kraft_fenced_broker_used`` (the decoded metadata log only, :mod:`audit.kraft_metadata_dump`, whose
+  registrations are the folded state after each record): a broker fenced (or unregistered) by the log
+  made a partition's leader, or added to its ISR, before a record unfences it. Kafka writes a fencing's
+  partition changes before the fencing and an unfencing before its elections, so the log in order never
+  shows it; the controllers' text logs print elections before the unfencing is replayed, so they are not
+  held to it. ``kraft_invalid_registration`` also holds the folded state to a reassignment's adding and
+  removing replicas never overlapping.
 
 Findings: ``kraft_session_timeout`` (a broker fenced because its heartbeats stopped),
 ``kraft_restart_in_old_session`` (registerBroker refused with DuplicateBrokerRegistrationException,
@@ -202,6 +209,7 @@ KRAFT_INVALID_REGISTRATION = "kraft_invalid_registration"
 KRAFT_BROKER_EPOCH_DECREASED = "kraft_broker_epoch_decreased"
 KRAFT_RAFT_EPOCH_DECREASED = "kraft_raft_epoch_decreased"
 KRAFT_TWO_LEADERS_IN_EPOCH = "kraft_two_leaders_in_epoch"
+KRAFT_FENCED_BROKER_USED = "kraft_fenced_broker_used"
 
 KRAFT_VIOLATION_KINDS: dict[str, str] = {
     KRAFT_EPOCH_DECREASED: "a partition's leader or partition epoch lower than one its broker or controller "
@@ -209,11 +217,14 @@ KRAFT_VIOLATION_KINDS: dict[str, str] = {
     KRAFT_DUPLICATE_LEADER: "a second, different leader for the same partition, topic id and leader epoch",
     KRAFT_LEADER_NOT_IN_ISR: "a partition's leader outside its ISR",
     KRAFT_INVALID_REGISTRATION: "a partition registration whose ISR is not among its replicas, whose ELR and ISR "
-                                "overlap, or that is RECOVERING with an ISR other than its leader alone",
+                                "overlap, that is RECOVERING with an ISR other than its leader alone, or whose "
+                                "reassignment adds and removes the same replica",
     KRAFT_BROKER_EPOCH_DECREASED: "a new incarnation of a broker registered with a broker epoch not above its "
                                   "previous one",
     KRAFT_RAFT_EPOCH_DECREASED: "a controller's Raft epoch lower than one it logged before",
     KRAFT_TWO_LEADERS_IN_EPOCH: "two different controllers named the leader of one Raft epoch",
+    KRAFT_FENCED_BROKER_USED: "in the metadata log, a fenced broker made leader or added to an ISR before it was "
+                              "unfenced",
 }
 
 KRAFT_SESSION_TIMEOUT = "kraft_session_timeout"
@@ -374,6 +385,7 @@ def violation(kind: str, row, a: Any = None, b: Any = None) -> Violation:
                      _detail(kind, row, a, b))
 
 
+_METADATA_LOG = -2   # audit.kraft_rows.METADATA_LOG (not imported: checks.py needs only row attributes)
 _KRAFT_PARTITION_ROWS = frozenset(("kraft_partition_created", "kraft_leader", "kraft_follower", "kraft_registration",
                                    "kraft_election", "kraft_topic_created", "kraft_topic_removed"))
 _KRAFT_QUORUM_ROWS = frozenset(("kraft_raft_epoch", "kraft_controller_activated", "kraft_controller_renounced",
@@ -387,10 +399,12 @@ def _kraft_what(row) -> str:
         else:
             name = f"{row.topic}-{row.partition}"
             tid = f" (topic id {row.topic_id})" if row.topic_id else ""
+        if row.node == _METADATA_LOG:
+            return f"partition {name}{tid} in the metadata log"
         where = "broker" if row.kind in ("kraft_leader", "kraft_follower", "kraft_partition_created") else "controller"
         return f"partition {name}{tid} as {where} {row.node} logged it"
     if row.broker is not None and row.broker >= 0:
-        return f"broker {row.broker} (controller {row.node})"
+        return f"broker {row.broker} ({'the metadata log' if row.node == _METADATA_LOG else f'controller {row.node}'})"
     return f"controller {row.node}"
 
 
@@ -414,6 +428,9 @@ def _kraft_detail(kind: str, row, a, b) -> str:
     if kind == KRAFT_TWO_LEADERS_IN_EPOCH:
         return (f"{what}: names {row.leader} the leader of Raft epoch {row.epoch}, but controller {b[0]} named {a} "
                 f"(seq {b[1]})")
+    if kind == KRAFT_FENCED_BROKER_USED:
+        return (f"{what}: broker {a} {b} while fenced (the metadata log fenced it and has not unfenced it): a fenced "
+                f"broker leads nothing and joins no ISR")
     if kind == KRAFT_SESSION_TIMEOUT:
         return (f"{what}: fenced at broker epoch {row.epoch} because its session timed out: its partitions lost "
                 f"it as leader and ISR member until it unfences")
@@ -562,7 +579,7 @@ def format_violation(v: Violation) -> str:
 
 __all__ = [
     "ALL_FINDING_KINDS", "ALL_VIOLATION_KINDS", "CHURN_EPOCHS", "CHURN_WINDOW_MS", "KRAFT_BROKER_EPOCH_DECREASED",
-    "KRAFT_CONTROLLER_CHURN", "KRAFT_DUPLICATE_LEADER", "KRAFT_ELR_ELECTION", "KRAFT_EPOCH_DECREASED",
+    "KRAFT_CONTROLLER_CHURN", "KRAFT_DUPLICATE_LEADER", "KRAFT_FENCED_BROKER_USED", "KRAFT_ELR_ELECTION", "KRAFT_EPOCH_DECREASED",
     "KRAFT_FINDING_KINDS", "KRAFT_INVALID_REGISTRATION", "KRAFT_LEADER_EPOCH_GAP", "KRAFT_LEADER_NOT_IN_ISR",
     "KRAFT_RAFT_EPOCH_DECREASED", "KRAFT_RESTART_IN_OLD_SESSION", "KRAFT_SESSION_TIMEOUT", "KRAFT_STALE_BROKER_EPOCH",
     "KRAFT_TWO_ACTIVE_CONTROLLERS", "KRAFT_TWO_LEADERS_IN_EPOCH", "KRAFT_UNCLEAN_ELECTION", "KRAFT_VIOLATION_KINDS",

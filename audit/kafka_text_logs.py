@@ -36,12 +36,14 @@ from collections.abc import Iterable, Iterator
 from audit.kafka_log_reader import (
     ERA_0_8, ERA_1_0, ERA_2_6, ERA_KRAFT, SAMPLE_SIZE, KafkaLogReader, KafkaLogReading, LineCounts,
 )
+from audit.kraft_metadata_dump import ERA_KRAFT_METADATA, MetadataDumpReader, is_metadata_dump
 from audit.log_layouts import LineSplitter, chain, merge_by_time, rotation_order, rotation_sets
 
-__all__ = ["ERA_0_8", "ERA_1_0", "ERA_2_6", "ERA_KRAFT", "SAMPLE_SIZE", "KafkaLogError", "KafkaLogReader",
+__all__ = ["ERA_0_8", "ERA_1_0", "ERA_2_6", "ERA_KRAFT", "ERA_KRAFT_METADATA", "SAMPLE_SIZE", "KafkaLogError", "KafkaLogReader",
            "KafkaLogReading", "LineCounts", "iter_text_lines", "open_kafka_log", "open_kafka_logs",
            "read_kafka_lines", "read_kafka_log", "read_kafka_logs", "rotation_order", "rotation_sets", "run_id_for"]
 _SNIFF_BYTES = 65536
+_SNIFF_LINES = 64   # lines looked at to tell a decoded metadata log (kafka-dump-log output) from a log
 
 
 class KafkaLogError(Exception):
@@ -89,16 +91,39 @@ def open_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None 
 
 
 def read_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReading:
-    """Read one Kafka ``state-change.log`` / ``controller.log`` (or any Kafka log file) whole.
+    """Read one Kafka ``state-change.log`` / ``controller.log`` (or any Kafka log file) whole; a decoded
+    metadata log (``kafka-dump-log.sh --cluster-metadata-decoder`` output) is told by its first lines and
+    folded by :mod:`audit.kraft_metadata_dump`.
 
     KafkaLogError when no line of it is understood: it is not a Kafka log, or not in a layout known."""
-    reader = open_kafka_log(path, run_id=run_id)
+    path = os.fspath(path)
+    head, lines = _peek(iter_text_lines(path))
+    run_id = run_id or run_id_for(path)
+    if is_metadata_dump(head):
+        dump = MetadataDumpReader(path, run_id=run_id)
+        dump.read(path, lines)
+        return _understood(dump.reading())
+    reader = KafkaLogReader(path, lines, run_id=run_id)
     return _understood(reader.reading(list(reader.rows())))
 
 
 def read_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None = None) -> KafkaLogReading:
-    """Read several files as one run (see :func:`open_kafka_logs`); KafkaLogError as for one file."""
-    reader = open_kafka_logs(paths, merge=merge, run_id=run_id)
+    """Read several files as one run (see :func:`open_kafka_logs`); KafkaLogError as for one file. Decoded
+    metadata logs (a snapshot's and segments' dumps) are folded in the order given, never merged."""
+    groups = [list(g) if isinstance(g, (list, tuple)) else [g] for g in paths]
+    flat = [os.fspath(p) for g in groups for p in g]
+    if flat:
+        peeked = [_peek(iter_text_lines(p)) for p in flat]
+        if all(is_metadata_dump(head) for head, _ in peeked):
+            dump = MetadataDumpReader(flat[-1], run_id=run_id or run_id_for(flat[-1]), sources=tuple(flat))
+            for p, (_, lines) in zip(flat, peeked):
+                dump.read(p, lines)
+            return _understood(dump.reading())
+        for _, lines in peeked:
+            close = getattr(lines, "close", None)
+            if close is not None:
+                close()
+    reader = open_kafka_logs(groups, merge=merge, run_id=run_id)
     return _understood(reader.reading(list(reader.rows())))
 
 
@@ -106,8 +131,19 @@ def read_kafka_lines(lines: Iterable[str], *, source: str = "<lines>", run_id: s
                      ) -> KafkaLogReading:
     """Read log lines already in memory (tests, other sources) as if they were the file ``source``.
     Nothing raises here: ``reading.understood`` tells whether any line was understood."""
+    head, lines = _peek(iter(lines))
+    if is_metadata_dump(head):
+        dump = MetadataDumpReader(source, run_id=run_id or run_id_for(source))
+        dump.read(source, lines)
+        return dump.reading()
     reader = KafkaLogReader(source, lines, run_id=run_id or run_id_for(source))
     return reader.reading(list(reader.rows()))
+
+
+def _peek(lines: Iterator[str]) -> tuple[list[str], Iterator[str]]:
+    """The first lines of ``lines``, and all of them again."""
+    head = list(itertools.islice(lines, _SNIFF_LINES))
+    return head, itertools.chain(head, lines)
 
 
 def _understood(reading: KafkaLogReading) -> KafkaLogReading:

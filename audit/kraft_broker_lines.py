@@ -52,7 +52,7 @@ _new = tuple.__new__
 
 def _row(head, kind: str, node: int, *rest) -> KraftRow:
     h = head()
-    return _new(KraftRow, (h[0], h[1], h[2], h[3], kind, node, h[4], *rest))
+    return _new(KraftRow, (h[0], h[1], h[2], h[3], kind, node, h[4], *rest, None, None))
 
 
 def _ints(text: str) -> tuple[int, ...]:

@@ -53,7 +53,7 @@ from audit.kraft_rows import (
 _ID = r"[\w-]+"
 _REGISTRATION_FIELDS = (   # the fields the audit reads, in their printed order (3.3-3.6: no directories, ELRs)
     r"PartitionRegistration\(replicas=\[(?P<replicas>[^\]]*)\], (?:directories=\[[^\]]*\], )?isr=\[(?P<isr>[^\]]*)\], "
-    r"removingReplicas=\[[^\]]*\], addingReplicas=\[[^\]]*\], (?:elr=\[(?P<elr>[^\]]*)\], )?"
+    r"removingReplicas=\[(?P<removing>[^\]]*)\], addingReplicas=\[(?P<adding>[^\]]*)\], (?:elr=\[(?P<elr>[^\]]*)\], )?"
     r"(?:lastKnownElr=\[[^\]]*\], )?leader=(?P<leader>-?\d+), leaderRecoveryState=(?P<recovery>\w+), "
     r"leaderEpoch=(?P<le>-?\d+), partitionEpoch=(?P<pe>-?\d+)\)")
 PARTITION_RECORD = re.compile(
@@ -157,7 +157,7 @@ class KraftControllerLines:
         head = head()
         self.out.append(_new(KraftRow, (head[0], head[1], head[2], head[3], kind, node, head[4], topic, topic_id,
                                         partition, broker, leader, leader_epoch, partition_epoch, isr, replicas, elr,
-                                        recovering, epoch, detail)))
+                                        recovering, epoch, detail, None, None)))
         return True
 
     def _registration(self, head, node, topic, tid, p, m) -> tuple:
@@ -167,7 +167,8 @@ class KraftControllerLines:
         h = head()      # the most frequent row of a controller's log: made without keywords
         self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_REGISTRATION, node, h[4], topic, tid, p, -1,
                                         int(m["leader"]), int(m["le"]), int(m["pe"]), _ints(m["isr"]), replicas, elr,
-                                        m["recovery"] == "RECOVERING", None, None)))
+                                        m["recovery"] == "RECOVERING", None, None, _ints(m["adding"]),
+                                        _ints(m["removing"]))))
         return replicas, elr
 
     def _replayed(self, head, node, body) -> bool:

@@ -15,6 +15,8 @@ columns, ``None`` "not known".
 - ``epoch`` is the broker epoch of a broker-registration row, the Raft (controller) epoch of a
   quorum row, and the previous leader epoch a broker's ``Leader`` line prints; ``None`` elsewhere.
 - ``detail`` tells rows of one kind apart where needed (how a registration or a leader came about).
+- Rows of the decoded metadata log (:mod:`audit.kraft_metadata_dump`) have ``node`` ``METADATA_LOG``:
+  the log is the cluster's, no node logged it.
 """
 from __future__ import annotations
 
@@ -51,12 +53,15 @@ BROKER_VIEW_KINDS = frozenset((KRAFT_LEADER, KRAFT_FOLLOWER))
 # Rows after which a controller's in-memory replay starts over (a new process, a snapshot, a revert).
 REPLAY_RESET_KINDS = frozenset((KRAFT_CONTROLLER_STARTED, KRAFT_SNAPSHOT_LOADING, KRAFT_RENOUNCED))
 
+METADATA_LOG = -2   # the node of rows folded from the metadata log itself
+
 # detail values
 ELECTED_FROM_ELR = "elr"
 ELECTED_UNCLEAN = "unclean"
 REGISTERED_INITIAL = "initial"          # the first registration this controller replays for the broker
 REGISTERED_INCARNATION = "incarnation"  # a new incarnation of a broker already registered
 FENCED, UNFENCED, CONTROLLED_SHUTDOWN = "fenced", "unfenced", "controlled_shutdown"
+UNREGISTERED = "unregistered"
 
 
 class KraftRow(NamedTuple):
@@ -80,6 +85,8 @@ class KraftRow(NamedTuple):
     recovering: bool | None      # leaderRecoveryState RECOVERING (after an unclean election)
     epoch: int | None            # broker epoch (registrations), Raft epoch (quorum), previous leader epoch (Leader)
     detail: str | None
+    adding: tuple[int, ...] | None = None    # a registration's reassignment: replicas being added ...
+    removing: tuple[int, ...] | None = None  # ... and being removed
 
 
 KRAFT_COLUMNS = KraftRow._fields

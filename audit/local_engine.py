@@ -32,7 +32,7 @@ from operator import itemgetter
 
 from audit.checks import (
     CHURN_EPOCHS, CHURN_WINDOW_MS, KRAFT_BROKER_EPOCH_DECREASED, KRAFT_CONTROLLER_CHURN, KRAFT_DUPLICATE_LEADER,
-    KRAFT_ELR_ELECTION, KRAFT_EPOCH_DECREASED, KRAFT_INVALID_REGISTRATION, KRAFT_LEADER_EPOCH_GAP,
+    KRAFT_ELR_ELECTION, KRAFT_EPOCH_DECREASED, KRAFT_FENCED_BROKER_USED, KRAFT_INVALID_REGISTRATION, KRAFT_LEADER_EPOCH_GAP,
     KRAFT_LEADER_NOT_IN_ISR, KRAFT_RAFT_EPOCH_DECREASED, KRAFT_RESTART_IN_OLD_SESSION, KRAFT_SESSION_TIMEOUT,
     KRAFT_STALE_BROKER_EPOCH, KRAFT_TWO_ACTIVE_CONTROLLERS, KRAFT_TWO_LEADERS_IN_EPOCH, KRAFT_UNCLEAN_ELECTION,
     kraft_violation,
@@ -234,6 +234,8 @@ def _audit_kraft_run(rows: list, emit) -> None:
     churning = False           # in a burst already reported
     seen_epoch = -1            # the run's highest Raft epoch
     duplicates: dict = {}      # controller node -> [first row, count, last seq] of a refused-registration streak
+    fenced: set = set()        # brokers the metadata log fenced (or unregistered) and has not unfenced
+    metadata_log = kr.METADATA_LOG
 
     def end_streak(node):
         streak = duplicates.pop(node, None)
@@ -252,7 +254,7 @@ def _audit_kraft_run(rows: list, emit) -> None:
             key = (row.topic if row.topic is not None else tid, row.partition)
             entry = scope.get(key)
             if entry is None or (tid is not None and entry[0] is not None and tid != entry[0]):
-                entry = scope[key] = [tid, None, None, None, None]   # a new topic id: a new topic
+                entry = scope[key] = [tid, None, None, None, None, None, None]   # a new topic id: a new topic
             elif entry[0] is None:
                 entry[0] = tid
             if kind == kr.KRAFT_PARTITION_CREATED:
@@ -287,6 +289,14 @@ def _audit_kraft_run(rows: list, emit) -> None:
                 emit(found(KRAFT_ELR_ELECTION if row.detail == kr.ELECTED_FROM_ELR else KRAFT_UNCLEAN_ELECTION, row))
             elif isr is not None and leader is not None and leader >= 0 and leader not in isr:
                 emit(found(KRAFT_LEADER_NOT_IN_ISR, row))
+            if kind == kr.KRAFT_REGISTRATION and node == metadata_log:
+                if fenced:
+                    if leader is not None and leader in fenced and leader != entry[6]:
+                        emit(found(KRAFT_FENCED_BROKER_USED, row, leader, "made leader"))
+                    for b in isr or ():
+                        if b in fenced and (entry[5] is None or b not in entry[5]):
+                            emit(found(KRAFT_FENCED_BROKER_USED, row, b, "added to the ISR"))
+                entry[5], entry[6] = isr, leader
             if kind == kr.KRAFT_REGISTRATION and isr is not None:
                 wrong = []
                 if row.replicas is not None and any(b not in row.replicas for b in isr):
@@ -295,6 +305,8 @@ def _audit_kraft_run(rows: list, emit) -> None:
                     wrong.append("the ELR and the ISR overlap")
                 if row.recovering and len(isr) != 1:
                     wrong.append("RECOVERING with an ISR other than one broker")
+                if row.adding and row.removing and any(b in row.removing for b in row.adding):
+                    wrong.append("the reassignment adds and removes the same replica")
                 if wrong:
                     emit(found(KRAFT_INVALID_REGISTRATION, row, "; ".join(wrong)))
             continue
@@ -355,6 +367,11 @@ def _audit_kraft_run(rows: list, emit) -> None:
                 emit(found(KRAFT_BROKER_EPOCH_DECREASED, row, prev[0], prev[1]))
             regs[row.broker] = (row.epoch, row.seq)
         elif kind == kr.KRAFT_BROKER_CHANGED or kind == kr.KRAFT_BROKER_FENCED:
+            if node == metadata_log:
+                if row.detail == kr.FENCED or row.detail == kr.UNREGISTERED:
+                    fenced.add(row.broker)
+                elif row.detail == kr.UNFENCED:
+                    fenced.discard(row.broker)
             prev = registered.get(node, {}).get(row.broker)
             if prev is not None and row.epoch is not None and row.epoch != prev[0]:
                 emit(found(KRAFT_STALE_BROKER_EPOCH, row, prev[0]))

@@ -388,3 +388,99 @@ def test_the_real_kraft_files_in_other_layouts_give_the_same_kraft_rows(layout, 
         reading = read_kafka_log(write_variant(read_lines(REAL_LOGS / name), layout, tmp_path / name))
         # Layouts without a millisecond timestamp (or any) change time_ms; the rest is the same.
         assert [r[4:6] + r[7:] for r in reading.kraft_rows] == [r[4:6] + r[7:] for r in original.kraft_rows], name
+
+
+# --- the decoded metadata log (kafka-dump-log.sh --cluster-metadata-decoder) -------------------------------------
+def dump_lines(*records: tuple[str, dict]) -> list[str]:
+    import json
+    out = ["Dumping /var/lib/kafka/data/__cluster_metadata-0/00000000000000000000.log", "Log starting offset: 0"]
+    for i, (kind, data) in enumerate(records):
+        payload = json.dumps({"type": kind, "version": 0, "data": data})
+        out.append(f"baseOffset: {i} lastOffset: {i} count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 "
+                   f"producerEpoch: -1 partitionLeaderEpoch: 1 isTransactional: false isControl: false "
+                   f"deleteHorizonMs: OptionalLong.empty position: {100 * i} CreateTime: {1000 + i} size: 100 magic: 2 "
+                   f"compresscodec: none crc: 1 isvalid: true")
+        out.append(f"| offset: {i} CreateTime: {1000 + i} keySize: -1 valueSize: 90 sequence: -1 headerKeys: [] "
+                   f"payload: {payload}")
+    return out
+
+
+PARTITION = ("PARTITION_RECORD", {"partitionId": 0, "topicId": "U1", "replicas": [1, 2, 3], "isr": [1, 2, 3],
+                                  "removingReplicas": [], "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0,
+                                  "leaderEpoch": 4, "partitionEpoch": 7})
+
+
+def test_partition_changes_fold_with_kafkas_merge_semantics():
+    r = read_kafka_lines(dump_lines(
+        ("TOPIC_RECORD", {"name": "t", "topicId": "U1"}), PARTITION,
+        # Only the ISR: the leader and its epoch stay, the partition epoch rises by one.
+        ("PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "U1", "isr": [1, 2]}),
+        # A leader (the same one, to bump its epoch, as Kafka does): the leader epoch rises too.
+        ("PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "U1", "leader": 1}),
+        # leader -2 and leaderRecoveryState -1 are "no change", as absent fields are.
+        ("PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "U1", "leader": -2, "leaderRecoveryState": -1,
+                                     "replicas": [1, 2, 4], "isr": None}),
+        ("UNKNOWN_FUTURE_RECORD", {"x": 1})), source="dump.txt")
+    assert r.era == "kraft-metadata-log" and r.kraft and r.rows == [] and r.counts.not_understood == 0
+    states = [(x.leader, x.leader_epoch, x.partition_epoch, x.isr, x.replicas) for x in r.kraft_rows
+              if x.kind == kr.KRAFT_REGISTRATION]
+    assert states == [(1, 4, 7, (1, 2, 3), (1, 2, 3)), (1, 4, 8, (1, 2), (1, 2, 3)), (1, 5, 9, (1, 2), (1, 2, 3)),
+                      (1, 5, 10, (1, 2), (1, 2, 4))]
+    assert all(x.node == kr.METADATA_LOG and x.topic == "t" for x in r.kraft_rows if x.kind == kr.KRAFT_REGISTRATION)
+    assert [x.time_ms for x in r.kraft_rows][:2] == [1000, 1001]
+    assert audited(r).summary["violations"] == 0
+
+
+def test_a_dump_line_that_is_not_a_record_is_not_understood():
+    lines = dump_lines(PARTITION)
+    lines.append('| offset: 9 CreateTime: 1 keySize: -1 valueSize: 3 sequence: -1 headerKeys: [] payload: {"type":')
+    lines.append("something else")
+    r = read_kafka_lines(lines)
+    assert r.counts.not_understood == 2 and r.not_understood_sample[1] == (len(lines), "something else")
+
+
+DUMP_VERDICTS = {
+    "metadata-dump.txt": [(40, checks.KRAFT_ELR_ELECTION), (42, checks.KRAFT_UNCLEAN_ELECTION)],
+    "metadata-dump-planted.txt": [(17, checks.KRAFT_FENCED_BROKER_USED), (19, checks.KRAFT_FENCED_BROKER_USED),
+                                  (21, checks.KRAFT_INVALID_REGISTRATION), (25, checks.KRAFT_EPOCH_DECREASED),
+                                  (25, checks.KRAFT_EPOCH_DECREASED)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DUMP_VERDICTS))
+def test_each_metadata_dump_fixture_shows_what_it_was_written_to_show(name):
+    reading = read_kafka_log(DATA / name)
+    assert reading.era == "kraft-metadata-log" and reading.counts.not_understood == 0
+    assert kinds_at(audited(reading)) == DUMP_VERDICTS[name]
+
+
+def test_the_planted_dump_says_what_it_could_not_fold_and_why_the_fenced_broker_fails():
+    reading = read_kafka_log(DATA / "metadata-dump-planted.txt")
+    assert any("1 partition change(s) to partitions the dump had not shown" in n for n in reading.notes)
+    details = [v.detail for v in audited(reading).violations]
+    assert "broker 2 added to the ISR while fenced" in details[0] and "broker 2 made leader while fenced" in details[1]
+    assert "the reassignment adds and removes the same replica" in details[2]
+
+
+def test_a_snapshot_and_a_segment_read_in_order_as_one_history(tmp_path):
+    from audit.kafka_text_logs import read_kafka_logs
+    lines = (DATA / "metadata-dump.txt").read_text().splitlines()
+    cut = next(i for i, x in enumerate(lines) if '"PARTITION_CHANGE_RECORD"' in x) - 1   # at a batch line
+    snapshot, segment = tmp_path / "snapshot.txt", tmp_path / "segment.txt"
+    snapshot.write_text("\n".join(lines[:cut]) + "\n")
+    segment.write_text("\n".join(["Dumping /d/__cluster_metadata-0/00000000000000000021.log"] + lines[cut:]) + "\n")
+    whole = read_kafka_log(DATA / "metadata-dump.txt")
+    both = read_kafka_logs([snapshot, segment])
+    assert [r[4:] for r in both.kraft_rows] == [r[4:] for r in whole.kraft_rows]
+    assert {r.source for r in both.kraft_rows} == {str(snapshot), str(segment)}
+    alone = read_kafka_log(segment)     # the segment without its snapshot: its changes cannot be folded
+    assert any("not folded" in n for n in alone.notes)
+
+
+def test_the_cli_audits_a_metadata_dump():
+    planted = run_audit([str(DATA / "metadata-dump-planted.txt")], engine="local")
+    assert planted.exit_status == 1
+    assert planted.report.summary["kraft_violations_by_kind"][checks.KRAFT_FENCED_BROKER_USED] == 2
+    clean = run_audit([str(DATA / "metadata-dump.txt")], engine="local")
+    assert clean.exit_status == 0 and clean.report.summary["findings"] == 2
+    assert clean.to_json()["inputs"][0]["era"] == "kraft-metadata-log"
