@@ -31,6 +31,8 @@ DEFAULTS: dict[str, str] = {
     "replica.fetch.max.bytes": "1048576",
     "replica.fetch.response.max.bytes": "10485760",
     "replica.fetch.wait.max.ms": "500",
+    "replica.fetch.backoff.ms": "1000",
+    "num.replica.fetchers": "1",
     "inter.broker.protocol.version": "3.7",
 }
 # ConfigDef type and lower bound (None: any) of each name above and of the topic configs we use.
@@ -52,6 +54,8 @@ TYPES: dict[str, tuple[str, int | None]] = {
     "replica.fetch.max.bytes": ("INT", 0),
     "replica.fetch.response.max.bytes": ("INT", 0),
     "replica.fetch.wait.max.ms": ("INT", None),
+    "replica.fetch.backoff.ms": ("INT", 0),
+    "num.replica.fetchers": ("INT", None),
     "inter.broker.protocol.version": ("VERSION", None),
 }
 _BOUNDS = {"INT": (-2**31, 2**31 - 1), "LONG": (-2**63, 2**63 - 1)}

@@ -9,15 +9,17 @@ What Kafka 3.7's ``Partition``, ``ReplicaManager``, ``ReplicaFetcherThread`` and
   LeaderAndIsr makes it leader (epoch start offset recorded, remote replica states reset: LEO
   unknown, ISR members caught up "now") or follower (it joins the fetch session to the leader;
   delayed produces fail with NOT_LEADER_OR_FOLLOWER).
-- One :class:`FetchSession` per (follower broker, leader broker) carries every partition the
-  follower follows on that leader. A fetch goes out, the leader answers with the records past
+- One :class:`FetchSession` per (follower broker, leader broker, fetcher thread) carries every
+  partition the follower follows on that leader that its fetcher thread fetches: a partition goes
+  to fetcher ``abs(31 * topic.hashCode() + partition) % num.replica.fetchers``
+  (AbstractFetcherManager.getFetcherId; one fetcher, one session per leader, by default). A fetch goes out, the leader answers with the records past
   each fetch offset (at most ``replica.fetch.max.bytes`` per partition and
   ``replica.fetch.response.max.bytes`` in all), or parks it until something is appended (a
   parked session counts as fetching continuously: Kafka's ``replica.fetch.wait.max.ms`` expiries
   would refresh it every 500 ms; only the expiry after a high watermark moved is simulated, as it
   brings the follower the new high watermark). Every response carries the high watermarks that
   moved since the last one. The follower appends and fetches again. A fetch lost or reset is
-  retried after ``replica.fetch.backoff.ms`` as a full fetch (every partition's offset); a
+  retried after ``replica.fetch.backoff.ms`` (1 s) as a full fetch (every partition's offset); a
   partition answered FENCED_LEADER_EPOCH stops fetching until a LeaderAndIsr brings the newer
   epoch, one with another error is fetched again after the backoff.
   A fetch whose last fetched epoch the leader's log contradicts gets the diverging epoch and the
@@ -65,8 +67,26 @@ NOTHING_DELAYED = ()
 
 # Session states (follower side).
 IDLE, IN_FLIGHT, PARKED, BACKOFF, DELAYED = range(5)
-FETCH_BACKOFF_MS = 1000           # replica.fetch.backoff.ms
 ALTER_PARTITION_RETRY_MS = 100
+
+
+def java_string_hash(s: str) -> int:
+    """Java's String.hashCode (over UTF-16 code units), as a signed 32-bit int."""
+    h = 0
+    data = s.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] | data[i + 1] << 8)) & 0xFFFFFFFF
+    return to_int32(h)
+
+
+def to_int32(n: int) -> int:
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def java_abs(n: int) -> int:
+    """Kafka's Utils.abs: |n|, and 0 for Integer.MIN_VALUE."""
+    return 0 if n == -(1 << 31) else abs(n)
 
 
 class Replica:
@@ -111,12 +131,13 @@ class FetchSession:
     """The fetch session of ``follower`` with ``leader``: the partitions it follows there, and what
     the leader knows of how up to date the follower is."""
 
-    __slots__ = ("follower", "leader", "partitions", "state", "pending", "dirty", "watch", "caught_up_ms",
+    __slots__ = ("follower", "leader", "fetcher", "partitions", "state", "pending", "dirty", "watch", "caught_up_ms",
                  "last_fetch_ms", "sent_ms", "timer", "seq", "hw_moved", "parked_ms", "expiry")
 
-    def __init__(self, follower: int, leader: int, now: int):
+    def __init__(self, follower: int, leader: int, now: int, fetcher: int = 0):
         self.follower = follower
         self.leader = leader
+        self.fetcher = fetcher                    # the follower's fetcher thread for this leader
         self.partitions: dict[tuple, None] = {}   # followed partitions (ordered set)
         self.state = IDLE
         self.pending: dict[tuple, None] = {}      # leader side: appended since the last response
@@ -132,7 +153,7 @@ class FetchSession:
         self.expiry = None                        # leader side: (seq, timer) of the parked fetch's next expiry
 
     def __repr__(self) -> str:
-        return (f"FetchSession({self.follower}->{self.leader}, {len(self.partitions)} partitions, "
+        return (f"FetchSession({self.follower}->{self.leader}#{self.fetcher}, {len(self.partitions)} partitions, "
                 f"state={('idle', 'in-flight', 'parked', 'backoff', 'delayed')[self.state]})")
 
 
@@ -170,11 +191,14 @@ class Replication:
         self.response_max_bytes = cfg.get_int("replica.fetch.response.max.bytes")
         self.request_timeout_ms = cfg.get_int("request.timeout.ms")
         self.fetch_wait_max_ms = max(1, cfg.get_int("replica.fetch.wait.max.ms"))
+        self.fetch_backoff_ms = cfg.get_int("replica.fetch.backoff.ms")
+        self.num_fetchers = max(1, cfg.get_int("num.replica.fetchers"))
+        self._fetcher_of: dict[tuple, int] = {}
         ibp = cfg["inter.broker.protocol.version"].split("-")[0].split(".")
         self.hw_frozen_under_min_isr = (int(ibp[0]), int(ibp[1])) >= (3, 7)
         self.disks: dict[int, dict[tuple, ReplicaLog]] = {}     # broker -> its logs (survive restarts)
         self.replicas: dict[int, dict[tuple, Replica]] = {}      # broker -> live replicas of the process
-        self.sessions: dict[tuple[int, int], FetchSession] = {}  # (follower, leader)
+        self.sessions: dict[tuple[int, int, int], FetchSession] = {}  # (follower, leader, fetcher)
         self.led_with: dict[int, dict[int, dict[tuple, None]]] = {}  # leader -> follower -> tps it leads
         self.slow: dict[int, tuple] = {}                          # broker -> ("delay", ms) | ("factor", f)
         self.alter_queue: dict[int, dict[tuple, tuple]] = {}     # broker -> proposals waiting to be sent
@@ -209,7 +233,7 @@ class Replication:
             producer.broker_died(b)
         self.alter_queue.pop(b, None)
         self.alter_in_flight.pop(b, None)
-        for (f, leader), s in self.sessions.items():
+        for (f, leader, _), s in self.sessions.items():
             if f == b:
                 if s.state == PARKED:
                     s.caught_up_ms = now
@@ -276,12 +300,13 @@ class Replication:
         leo = rep.log.leo
         rep.follower_leo = {}
         led = self.led_with.setdefault(b, {})
+        fetcher = self.fetcher_id(tp)
         for r in rep.replicas:
             if r == b:
                 continue
             rep.follower_leo[r] = -1               # unknown until the follower fetches
             led.setdefault(r, {})[tp] = None
-            s = self.sessions.get((r, b)) or self._session(r, b)
+            s = self.sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
             # Kafka resets lastCaughtUpTime to now for ISR members, to 0 for the others.
             s.watch[tp] = [now if r in rep.isr else 0, leo]
         self.sim.metrics.leader_changed(rep)
@@ -292,7 +317,7 @@ class Replication:
         for r in rep.replicas:
             if r in led:
                 led[r].pop(rep.tp, None)
-            s = self.sessions.get((r, rep.broker))
+            s = self.sessions.get((r, rep.broker, self.fetcher_id(rep.tp)))
             if s is not None:
                 s.watch.pop(rep.tp, None)
                 s.pending.pop(rep.tp, None)
@@ -305,7 +330,7 @@ class Replication:
             self._leave_session(b, tp)
         if rep.leader < 0 or rep.leader == b:
             return    # "cannot become follower since the new leader -1 is unavailable"
-        s = self._session(b, rep.leader)
+        s = self._session(b, rep.leader, self.fetcher_id(tp))
         s.partitions[tp] = None
         s.dirty[tp] = None
         rep.fetching_from = rep.leader
@@ -343,18 +368,27 @@ class Replication:
         rep = self.replicas.get(b, {}).get(tp)
         if rep is None or rep.fetching_from < 0:
             return
-        s = self.sessions.get((b, rep.fetching_from))
+        s = self.sessions.get((b, rep.fetching_from, self.fetcher_id(tp)))
         rep.fetching_from = -1
         if s is not None:
             s.partitions.pop(tp, None)
             s.dirty.pop(tp, None)
 
     # --- fetching ------------------------------------------------------------------------------------
-    def _session(self, follower: int, leader: int) -> FetchSession:
-        key = (follower, leader)
+    def fetcher_id(self, tp: tuple) -> int:
+        """The follower's fetcher thread for ``tp``: AbstractFetcherManager.getFetcherId."""
+        if self.num_fetchers == 1:
+            return 0
+        f = self._fetcher_of.get(tp)
+        if f is None:
+            f = self._fetcher_of[tp] = java_abs(to_int32(31 * java_string_hash(tp[0]) + tp[1])) % self.num_fetchers
+        return f
+
+    def _session(self, follower: int, leader: int, fetcher: int = 0) -> FetchSession:
+        key = (follower, leader, fetcher)
         s = self.sessions.get(key)
         if s is None:
-            s = self.sessions[key] = FetchSession(follower, leader, self.sim.loop.now)
+            s = self.sessions[key] = FetchSession(follower, leader, self.sim.loop.now, fetcher)
         return s
 
     def _kick(self, s: FetchSession) -> None:
@@ -376,7 +410,7 @@ class Replication:
             s.dirty.update(dict.fromkeys(s.partitions))
         if s.timer is not None:
             s.timer.cancel()
-        s.timer = self.sim.loop.after(FETCH_BACKOFF_MS, lambda: self._retry(s), "fetch backoff")
+        s.timer = self.sim.loop.after(self.fetch_backoff_ms, lambda: self._retry(s), "fetch backoff")
 
     def _retry(self, s: FetchSession) -> None:
         s.timer = None
@@ -567,7 +601,7 @@ class Replication:
     def set_slow(self, b: int, kind: str | None, value=None) -> None:
         if kind is None:
             self.slow.pop(b, None)
-            for (f, _), s in self.sessions.items():
+            for (f, _, _), s in self.sessions.items():
                 if f == b and s.state == DELAYED:
                     if s.timer is not None:
                         s.timer.cancel()
@@ -591,9 +625,10 @@ class Replication:
             rep.log.hw = hw
             self._complete_delayed(rep)
             b, tp = rep.broker, rep.tp
+            fetcher = self.fetcher_id(tp)
             for r in rep.replicas:
                 if r != b:
-                    s = self.sessions.get((r, b))
+                    s = self.sessions.get((r, b, fetcher))
                     if s is not None:
                         s.hw_moved[tp] = None
                         if s.state == PARKED:
@@ -681,9 +716,10 @@ class Replication:
     def _appended(self, rep: Replica) -> None:
         """Wake the followers' parked fetches."""
         b, tp = rep.broker, rep.tp
+        fetcher = self.fetcher_id(tp)
         for r in rep.replicas:
             if r != b:
-                s = self.sessions.get((r, b))
+                s = self.sessions.get((r, b, fetcher))
                 if s is not None:
                     s.pending[tp] = None
                     if s.state == PARKED:
@@ -703,19 +739,26 @@ class Replication:
         reps = self.replicas[b]
         shrink: dict[tuple, list] = {}
         for f, tps in self.led_with.get(b, {}).items():
-            s = self.sessions.get((f, b))
-            fresh = s is not None and (s.state == PARKED or now - s.caught_up_ms <= self.lag_max_ms)
-            candidates = tps if not fresh else (s.watch if s is not None else {})
-            for tp in candidates:
-                rep = reps.get(tp)
-                if rep is None or not rep.is_leader or rep.pending_isr is not None or f not in rep.isr:
-                    continue
-                if rep.follower_leo.get(f, -1) == rep.log.leo:
-                    continue       # Replica.isCaughtUp: a follower at the log end is in sync
-                w = s.watch.get(tp) if s is not None else None
-                last = w[0] if w is not None else (s.caught_up_ms if s is not None else 0)
-                if now - last > self.lag_max_ms:
-                    shrink.setdefault(tp, []).append(f)
+            if self.num_fetchers == 1:
+                groups = [(self.sessions.get((f, b, 0)), tps)]
+            else:
+                by_fetcher: dict[int, dict] = {}
+                for tp in tps:
+                    by_fetcher.setdefault(self.fetcher_id(tp), {})[tp] = None
+                groups = [(self.sessions.get((f, b, k)), group) for k, group in sorted(by_fetcher.items())]
+            for s, group in groups:
+                fresh = s is not None and (s.state == PARKED or now - s.caught_up_ms <= self.lag_max_ms)
+                candidates = group if not fresh else (s.watch if s is not None else {})
+                for tp in candidates:
+                    rep = reps.get(tp)
+                    if rep is None or not rep.is_leader or rep.pending_isr is not None or f not in rep.isr:
+                        continue
+                    if rep.follower_leo.get(f, -1) == rep.log.leo:
+                        continue       # Replica.isCaughtUp: a follower at the log end is in sync
+                    w = s.watch.get(tp) if s is not None else None
+                    last = w[0] if w is not None else (s.caught_up_ms if s is not None else 0)
+                    if now - last > self.lag_max_ms:
+                        shrink.setdefault(tp, []).append(f)
         for tp in sorted(shrink):
             rep = reps[tp]
             out = shrink[tp]
@@ -762,8 +805,9 @@ class Replication:
                 isr = tuple(result.isr)
                 rep.isr = self._interned.setdefault(isr, isr)
                 rep.partition_epoch = result.partition_epoch
+                fetcher = self.fetcher_id(tp)
                 for r in rep.isr:
-                    s = self.sessions.get((r, b))
+                    s = self.sessions.get((r, b, fetcher))
                     if r != b and s is not None:
                         w = s.watch.get(tp)
                         if w is not None and rep.follower_leo.get(r, -1) >= rep.log.leo:
