@@ -199,7 +199,7 @@ def metric_values(summary: dict) -> dict[str, int | float | None]:
     Counts kept in dicts keyed by what happens in the run (``produce.errors.<code>``, ...) appear only
     where they happened: a name missing from a run means 0 there. The lists become ``loss_events``
     (how many) and ``expects_failed``, and per fault ``fault <n> <action>@<time>: recovered_after_s`` /
-    ``fully_replicated_after_s``, None when the cluster had not recovered.
+    ``producers_recovered_after_s`` / ``fully_replicated_after_s``, None when the cluster had not recovered.
     """
     out: dict[str, int | float | None] = {}
 
@@ -221,6 +221,8 @@ def metric_values(summary: dict) -> dict[str, int | float | None]:
         label = f"fault {i} {f['action']}@{f['at_s']:g}s"
         out[f"{label}: recovered_after_s"] = f["recovered_after_s"]
         out[f"{label}: fully_replicated_after_s"] = f["fully_replicated_after_s"]
+        if "producers_recovered_after_s" in f:
+            out[f"{label}: producers_recovered_after_s"] = f["producers_recovered_after_s"]
     return out
 
 
@@ -228,7 +230,8 @@ def _natural(name: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
-_FAULT_FIELDS = {": recovered_after_s": ": 0", ": fully_replicated_after_s": ": 1"}   # in this order per fault
+_FAULT_FIELDS = {": recovered_after_s": ": 0", ": producers_recovered_after_s": ": 1",   # in this order per fault
+                 ": fully_replicated_after_s": ": 2"}
 
 
 def _metric_order(name: str) -> tuple:
