@@ -255,6 +255,44 @@ CHURN_WINDOW_MS = 60_000  # ... within this time: controller churn
 ALL_VIOLATION_KINDS = {**VIOLATION_KINDS, **KRAFT_VIOLATION_KINDS}
 ALL_FINDING_KINDS = {**FINDING_KINDS, **KRAFT_FINDING_KINDS}
 
+# --- severities: what fails an audit (``--fail-on``) --------------------------------------------------------
+ERROR, WARNING, INFO = "error", "warning", "info"
+SEVERITIES = (ERROR, WARNING, INFO)   # most severe first
+SEVERITY: dict[str, str] = {
+    **{kind: ERROR for kind in ALL_VIOLATION_KINDS},
+    # A reset is what a wiped ZooKeeper writes: nothing in the log tells it from a bug, and it is no bug of
+    # the controller's.
+    CONTROLLER_EPOCH_RESET: WARNING,
+    UNCLEAN_ELECTION: WARNING, FAILED_ELECTION: WARNING, DELETION_STUCK: WARNING, REFUSED_TRANSITION: INFO,
+    KRAFT_SESSION_TIMEOUT: WARNING, KRAFT_CONTROLLER_CHURN: WARNING, KRAFT_TWO_ACTIVE_CONTROLLERS: WARNING,
+    KRAFT_STALE_BROKER_EPOCH: WARNING, KRAFT_UNCLEAN_ELECTION: WARNING, KRAFT_RESTART_IN_OLD_SESSION: INFO,
+    KRAFT_ELR_ELECTION: INFO, KRAFT_LEADER_EPOCH_GAP: INFO,
+}
+
+
+def severity(kind: str) -> str:
+    """The severity of a violation or finding kind (``error``, ``warning``, ``info``)."""
+    return SEVERITY[kind]
+
+
+def fails(summary: dict, fail_on: str = ERROR) -> bool:
+    """Whether a report's violations and findings fail an audit run with ``--fail-on fail_on``: any of
+    that severity or a more severe one."""
+    if fail_on not in SEVERITIES:
+        raise ValueError(f"--fail-on must be one of {', '.join(SEVERITIES)}, not {fail_on!r}")
+    counts = summary["by_severity"]
+    return any(counts.get(s, 0) for s in SEVERITIES[:SEVERITIES.index(fail_on) + 1])
+
+
+def location(v) -> str:
+    """Where a violation was read: ``file:line`` in a text log, ``segment@byte`` in an event log."""
+    if v.run_id is not None and v.run_id.startswith(_TEXT_RUN_PREFIX):
+        return f"{v.source}:{v.position}"
+    return f"{v.source}@{v.position}"
+
+
+_TEXT_RUN_PREFIX = "kafka-log:"   # audit.kafka_text_logs.run_id_for: the runs of text logs
+
 # --- row kinds the checks look at -----------------------------------------------------------------------
 TRANSITION_KINDS = frozenset((REPLICA_TRANSITION, PARTITION_TRANSITION))
 LEADER_KINDS = frozenset((PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED))
@@ -504,9 +542,11 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
     by_source: Counter = Counter()
     findings_by_kind: Counter = Counter()
     findings_by_run: Counter = Counter()
+    by_severity: Counter = Counter()
     for (kind, run_id, source), n in violation_counts.items():
         if not n:
             continue
+        by_severity[SEVERITY[kind]] += n
         if kind in ALL_FINDING_KINDS:
             findings_by_kind[kind] += n
             findings_by_run[run_id] += n
@@ -539,6 +579,7 @@ def build_report(violations: Iterable[Violation], violation_counts: Mapping[tupl
         "findings_listed": len(found),
         "kraft_violations_by_kind": {k: by_kind.get(k, 0) for k in KRAFT_VIOLATION_KINDS},
         "kraft_findings_by_kind": {k: findings_by_kind.get(k, 0) for k in KRAFT_FINDING_KINDS},
+        "by_severity": {s: by_severity.get(s, 0) for s in SEVERITIES},
     }
     return Report(listed, summary, found)
 
@@ -572,9 +613,54 @@ def format_violation(v: Violation) -> str:
     """One line for people: where, what kind, and the detail."""
     if v.kind in KRAFT_VIOLATION_KINDS or v.kind in KRAFT_FINDING_KINDS:   # no controller epochs in KRaft
         epoch = "" if v.controller_epoch is None else f", Raft epoch {v.controller_epoch}"
-        return f"{v.source}@{v.position} (run {v.run_id}, seq {v.seq}{epoch}) {v.kind}: {v.detail}"
-    return f"{v.source}@{v.position} (run {v.run_id}, seq {v.seq}, controller epoch {v.controller_epoch}) " \
-           f"{v.kind}: {v.detail}"
+        return f"{location(v)} (run {v.run_id}, seq {v.seq}{epoch}) {SEVERITY[v.kind]} {v.kind}: {v.detail}"
+    return f"{location(v)} (run {v.run_id}, seq {v.seq}, controller epoch {v.controller_epoch}) " \
+           f"{SEVERITY[v.kind]} {v.kind}: {v.detail}"
+
+
+def events(findings: list[Violation], window_ms: int = 1000) -> list[dict]:
+    """Findings of one cause as one event: findings of one kind, run, file and controller epoch whose times
+    are within ``window_ms`` of the event's last one (findings without times: of the same kind, run, file
+    and epoch, in a row) — the 218 failed elections of one broker failure, the 52 ELR elections of one
+    unfencing. Events are in the order of their first finding; each lists its partitions (or brokers)."""
+    out: list[dict] = []
+    open_events: dict = {}    # (kind, run, source, epoch) -> the event findings of that key join
+    last_key = None
+    for v in findings:
+        key = (v.kind, v.run_id, v.source, v.controller_epoch)
+        current = open_events.get(key)
+        joins = current is not None and (
+            current["_time"] - window_ms <= v.time_ms <= current["_time"] + window_ms
+            if v.time_ms is not None and current["_time"] is not None else key == last_key)
+        last_key = key
+        what = _subject(v)
+        if joins:
+            current["count"] += 1
+            current["last"] = location(v)
+            current["_time"] = v.time_ms
+            if what is not None and what not in current["_seen"]:
+                current["_seen"].add(what)
+                current["subjects"].append(what)
+            continue
+        current = {"kind": v.kind, "severity": SEVERITY[v.kind], "run_id": v.run_id, "count": 1,
+                   "first": location(v), "last": location(v), "time_ms": v.time_ms, "detail": v.detail,
+                   "subjects": [what] if what is not None else [], "_seen": {what}, "_time": v.time_ms}
+        open_events[key] = current
+        out.append(current)
+    for e in out:
+        del e["_seen"], e["_time"]
+    return out
+
+
+def _subject(v) -> str | None:
+    """What a violation is about, in one word: a partition ``t-0``, a replica ``t-0/1``, a broker ``broker 1``."""
+    if v.entity == ENTITY_REPLICA:
+        return f"{v.topic}-{v.partition}/{v.replica}"
+    if v.partition is not None and v.partition >= 0:
+        return f"{v.topic}-{v.partition}" if v.topic is not None else f"partition {v.partition}"
+    if v.entity == "broker":
+        return f"broker {v.replica}"
+    return v.topic
 
 
 __all__ = [
@@ -583,7 +669,8 @@ __all__ = [
     "KRAFT_FINDING_KINDS", "KRAFT_INVALID_REGISTRATION", "KRAFT_LEADER_EPOCH_GAP", "KRAFT_LEADER_NOT_IN_ISR",
     "KRAFT_RAFT_EPOCH_DECREASED", "KRAFT_RESTART_IN_OLD_SESSION", "KRAFT_SESSION_TIMEOUT", "KRAFT_STALE_BROKER_EPOCH",
     "KRAFT_TWO_ACTIVE_CONTROLLERS", "KRAFT_TWO_LEADERS_IN_EPOCH", "KRAFT_UNCLEAN_ELECTION", "KRAFT_VIOLATION_KINDS",
-    "kraft_violation", "merge_reports",
+    "ERROR", "INFO", "SEVERITIES", "SEVERITY", "WARNING", "events", "fails", "kraft_violation", "location",
+    "merge_reports", "severity",
     "CONTROLLER_EPOCH_DECREASED", "CONTROLLER_EPOCH_RESET", "DELETED_TOPIC_HAS_STATE", "DELETION_STUCK",
     "DISCONTINUITY", "FAILED_ELECTION", "FINDING_KINDS", "REFUSED_TRANSITION", "UNCLEAN_ELECTION",
     "DUPLICATE_LEADER", "EPOCH_KINDS", "FIRST_CONTROLLER_EPOCH", "ILLEGAL_TRANSITION", "ISR_NOT_IN_REPLICAS",

@@ -32,7 +32,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from audit import local_engine
-from audit.checks import ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, Report, Violation, merge_reports, state_name
+from audit.checks import (
+    ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, ERROR, SEVERITY, Report, Violation, events, fails, location, merge_reports,
+    state_name,
+)
 from audit.kafka_text_logs import (
     KafkaLogError, KafkaLogReading, read_kafka_log, read_kafka_logs, rotation_sets, run_id_for,
 )
@@ -114,13 +117,15 @@ class AuditResult:
     report: Report
     timeline: dict
     notes: list[str] = field(default_factory=list)
+    fail_on: str = ERROR                 # the least severity that fails the audit (checks.SEVERITIES)
 
     @property
     def exit_status(self) -> int:
-        """2 when an input could not be read, else 1 when violations were found, else 0."""
+        """2 when an input could not be read, else 1 when a violation or finding of ``fail_on``'s severity or a
+        more severe one was found (by default: an error), else 0."""
         if self.errors or any(i.error for i in self.inputs):
             return 2
-        return 1 if self.report.summary["violations"] else 0
+        return 1 if fails(self.report.summary, self.fail_on) else 0
 
     def to_json(self) -> dict:
         summary = self.report.summary
@@ -131,20 +136,23 @@ class AuditResult:
             "master": self.master,
             "status": {0: "clean", 1: "violations", 2: "input errors"}[self.exit_status],
             "exit_status": self.exit_status,
+            "fail_on": self.fail_on,
             "inputs": [i.to_json(rows_by_run) for i in self.inputs],
             "input_errors": [{"path": e.path, "reason": e.reason} for e in self.errors],
             "notes": list(self.notes),
             "summary": summary,
             "violation_kinds": ALL_VIOLATION_KINDS,
             "finding_kinds": ALL_FINDING_KINDS,
+            "severities": SEVERITY,
             "violations": [violation_json(v) for v in self.report.violations],
             "findings": [violation_json(v) for v in self.report.findings],
+            "finding_events": events(self.report.findings),
             "timeline": self.timeline,
         }
 
 
 def violation_json(v: Violation) -> dict:
-    return {"kind": v.kind, "run_id": v.run_id, "entity": v.entity, "topic": v.topic, "partition": v.partition,
+    return {"kind": v.kind, "severity": SEVERITY[v.kind], "location": location(v), "run_id": v.run_id, "entity": v.entity, "topic": v.topic, "partition": v.partition,
             "replica": v.replica, "from": None if v.from_state is None else state_name(v.entity, v.from_state),
             "to": None if v.to_state is None else state_name(v.entity, v.to_state),
             "controller_epoch": v.controller_epoch, "source": v.source, "position": v.position, "seq": v.seq,
@@ -406,9 +414,11 @@ def _spark_error_text(exc: Exception) -> str:
 
 def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None = None,
               limit: int | None = DEFAULT_LIMIT, spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
-              conf: dict | None = None, merge: bool = False) -> AuditResult:
+              conf: dict | None = None, merge: bool = False, fail_on: str = ERROR) -> AuditResult:
     """Audit every run named by ``paths``; list at most ``limit`` violations and findings (counts are exact).
-    ``master`` and ``conf`` (Spark properties) are for the Spark engine."""
+    ``master`` and ``conf`` (Spark properties) are for the Spark engine; ``fail_on`` is the least severity
+    that makes the exit status 1."""
+    fails({"by_severity": {}}, fail_on)   # a bad level is refused before anything is read
     inputs, errors = resolve_inputs(paths, merge=merge)
     if master is not None and engine == "auto":
         engine = "spark"  # naming a cluster is asking for it
@@ -431,4 +441,5 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
         notes.append(f"{len(kraft)} KRaft file(s): KRaft has no controller state machines; their broker and "
                      f"controller lines were audited by the KRaft checks (epochs, leaders and ISRs, registrations, "
                      f"the quorum): {', '.join(kraft)}")
-    return AuditResult(chosen, master if chosen == "spark" else None, inputs, errors, report, timeline, notes)
+    return AuditResult(chosen, master if chosen == "spark" else None, inputs, errors, report, timeline, notes,
+                       fail_on)

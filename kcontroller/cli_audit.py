@@ -5,7 +5,9 @@ or ``controller.log`` (any version from 0.8, gzip or plain), a directory of Kafk
 Prints the verdict, the counts by kind and the first violations and findings; ``--report FILE.json``
 writes the whole report as JSON, ``--html FILE.html`` as one self-contained page.
 
-Exit status: 0 clean, 1 violations found, 2 an input could not be read (or the audit could not run).
+Exit status: 0 clean, 1 a violation or finding of the ``--fail-on`` severity or a more severe one (by
+default an error: every violation but a controller-epoch reset, which is a warning), 2 an input could not
+be read (or the audit could not run). Findings of one cause are printed as one event with its partitions.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import argparse
 import json
 import sys
 
-from audit.checks import format_violation
+from audit.checks import SEVERITIES, format_violation
 from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, AuditResult, run_audit
 from kcontroller.files import write_text_atomically
 
@@ -47,6 +49,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         f"machine's memory, {DEFAULT_SPARK_THRESHOLD / 2**30:.1f} GiB here: the in-process engine "
                         "holds about ten times its input)")
     p.add_argument("--json", action="store_true", help="print the JSON report on stdout instead of the summary")
+    p.add_argument("--fail-on", choices=SEVERITIES, default="error",
+                   help="the least severity that makes the exit status 1: error (violations; a controller-epoch "
+                        "reset is a warning), warning (also unclean and failed elections, fencing by session "
+                        "timeout, controller churn ...), info (any finding) (default: %(default)s)")
     p.add_argument("--merge", action="store_true",
                    help="read every Kafka log file given as one history merged by timestamp (the logs of several "
                         "brokers of one cluster); a rotated set is always read as one history, oldest first")
@@ -56,7 +62,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def print_summary(result: AuditResult, out=None) -> None:
     out = out or sys.stdout
     s = result.report.summary
-    status = {0: "clean", 1: "VIOLATIONS FOUND", 2: "INPUT ERRORS"}[result.exit_status]
+    status = {0: "clean", 1: "VIOLATIONS FOUND" if result.fail_on == "error" else f"FAILED (--fail-on {result.fail_on})",
+              2: "INPUT ERRORS"}[result.exit_status]
     engine = result.engine + (f" on {result.master}" if result.master else "")
     out.write(f"audit: {status} — {len(result.inputs)} input(s), {s['runs']} run(s), {s['rows']} rows, "
               f"{s['transitions']} transitions (engine {engine})\n")
@@ -82,6 +89,9 @@ def print_summary(result: AuditResult, out=None) -> None:
              result.report.findings)):
         kinds = ", ".join(f"{k} {n}" for k, n in by_kind.items() if n)
         out.write(f"{title}: {total}{' (' + kinds + ')' if kinds else ''}\n")
+        if title == "findings":
+            _print_events(out, total, listed)
+            continue
         for v in listed[:SHOWN]:
             out.write(f"  {format_violation(v)}\n")
         if total > min(len(listed), SHOWN):
@@ -89,6 +99,23 @@ def print_summary(result: AuditResult, out=None) -> None:
     if s["failures_by_error"]:
         out.write("failed transitions by error: " + ", ".join(f"{k} {n}" for k, n in s["failures_by_error"].items())
                   + "\n")
+
+
+def _print_events(out, total: int, listed: list) -> None:
+    """Findings of one cause as one line: its kind, how many, where, and its partitions (or brokers)."""
+    from audit.checks import events
+    grouped = events(listed)
+    for e in grouped[:SHOWN]:
+        subjects = e["subjects"]
+        shown = ", ".join(subjects[:8]) + (f" and {len(subjects) - 8} more" if len(subjects) > 8 else "")
+        where = e["first"] if e["count"] == 1 else f"{e['first']} .. {e['last']}"
+        if e["count"] == 1:
+            out.write(f"  {where} {e['severity']} {e['kind']}: {e['detail']}\n")
+        else:
+            out.write(f"  {where} {e['severity']} {e['kind']} x{e['count']}"
+                      f"{' (' + shown + ')' if shown else ''}: first: {e['detail']}\n")
+    if len(grouped) > SHOWN or total > len(listed):
+        out.write(f"  ... more (see --report / --html)\n")
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -101,7 +128,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
         conf[key.strip()] = value.strip()
     try:
         result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
-                           spark_threshold=args.spark_threshold, conf=conf, merge=args.merge)
+                           spark_threshold=args.spark_threshold, conf=conf, merge=args.merge,
+                           fail_on=args.fail_on)
     except ImportError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
