@@ -77,16 +77,34 @@ def _counts_table(title: str, counts: dict, descriptions: dict) -> str:
     return f"<table><tr><th>{escape(title)}</th><th>count</th><th>meaning</th></tr>{rows}</table>"
 
 
+def _where(v: dict) -> str:
+    return v.get("location") or f"{v['source']}@{v['position']}"
+
+
 def _listing(items: list[dict], total: int, what: str) -> str:
     if not items:
         return f'<p class="muted">No {what}.</p>'
-    head = "".join(f"<th>{c}</th>" for c in ("kind", "where", "run", "controller epoch", "what"))
+    head = "".join(f"<th>{c}</th>" for c in ("kind", "severity", "where", "run", "epoch", "what"))
     body = "".join(
-        f'<tr><td><code>{escape(v["kind"])}</code></td><td><code>{escape(str(v["source"]))}@{v["position"]}</code></td>'
+        f'<tr><td><code>{escape(v["kind"])}</code></td><td>{escape(v.get("severity", ""))}</td>'
+        f'<td><code>{escape(_where(v))}</code></td>'
         f'<td>{escape(str(v["run_id"]))}</td><td class="n">{v["controller_epoch"]}</td>'
         f'<td>{escape(v["detail"])}</td></tr>' for v in items)
     more = f'<p class="muted">{len(items)} of {total} listed.</p>' if total > len(items) else ""
     return f"<table><tr>{head}</tr>{body}</table>{more}"
+
+
+def _events(events: list[dict]) -> str:
+    """Findings of one cause, one row each, with the partitions (or brokers) they concern."""
+    if not events:
+        return '<p class="muted">No findings.</p>'
+    head = "".join(f"<th>{c}</th>" for c in ("kind", "severity", "count", "from", "to", "concerning", "first"))
+    body = "".join(
+        f'<tr><td><code>{escape(e["kind"])}</code></td><td>{escape(e["severity"])}</td>'
+        f'<td class="n">{e["count"]}</td><td><code>{escape(e["first"])}</code></td>'
+        f'<td><code>{escape(e["last"])}</code></td><td>{escape(", ".join(e["subjects"]))}</td>'
+        f'<td>{escape(e["detail"])}</td></tr>' for e in events)
+    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def render(report: dict) -> str:
@@ -138,6 +156,11 @@ def render(report: dict) -> str:
     out.append("<h2>Violations</h2>")
     out.append(_listing(report["violations"], s["violations"], "violations"))
     out.append("<h2>Findings</h2>")
+    if report.get("finding_events"):
+        out.append("<h3>By cause</h3><p class=\"muted\">Findings of one kind, run and epoch within a second of "
+                   "each other: one event.</p>")
+        out.append(_events(report["finding_events"]))
+        out.append("<h3>Each</h3>")
     out.append(_listing(report["findings"], s["findings"], "findings"))
     out.append("</body></html>\n")
     return "\n".join(out)
