@@ -3,8 +3,9 @@
 Three parts: single lines of every template (exact texts of apache/kafka, and the traps: the 3.6+ Follower
 line's "previous" fields, the ELR line's ``leader=-2``, lines without a controller prefix); the synthetic
 fixtures of tests/data/kraft (no ../shared needed), each with the violations and findings it was written to
-show; and the eight real KRaft files of ../shared/real-logs, each with the findings it shows, checked
-against the file's own lines (skipped without ../shared).
+show; the eight real KRaft files of ../shared/real-logs, each with the findings it shows, checked
+against the file's own lines (skipped without ../shared); the decoded metadata log folded with Kafka's
+merge semantics (a hypothesis property against a reference fold); any KRaft-like line read without raising.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit import checks, local_engine
 from audit import kraft_rows as kr
@@ -485,3 +488,48 @@ def test_the_cli_audits_a_metadata_dump():
     clean = run_audit([str(DATA / "metadata-dump.txt")], engine="local")
     assert clean.exit_status == 0 and clean.report.summary["findings"] == 2
     assert clean.to_json()["inputs"][0]["era"] == "kraft-metadata-log"
+
+
+# --- properties ---------------------------------------------------------------------------------------------------
+_brokers = st.lists(st.integers(0, 5), max_size=4, unique=True)
+_change = st.fixed_dictionaries({}, optional={
+    "isr": st.one_of(st.none(), _brokers), "leader": st.integers(-2, 5), "replicas": _brokers,
+    "eligibleLeaderReplicas": _brokers, "leaderRecoveryState": st.sampled_from([-1, 0, 1]),
+    "addingReplicas": _brokers, "removingReplicas": _brokers})
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_change, max_size=12))
+def test_any_sequence_of_changes_folds_as_kafka_merges(changes):
+    records = [("TOPIC_RECORD", {"name": "t", "topicId": "U1"}), PARTITION] + [
+        ("PARTITION_CHANGE_RECORD", {"partitionId": 0, "topicId": "U1", **c}) for c in changes]
+    regs = [x for x in read_kafka_lines(dump_lines(*records)).kraft_rows if x.kind == kr.KRAFT_REGISTRATION]
+    assert len(regs) == len(changes) + 1
+    # A reference fold, field by field.
+    state = {"leader": 1, "le": 4, "isr": (1, 2, 3), "replicas": (1, 2, 3)}
+    for change, reg, before in zip(changes, regs[1:], regs):
+        assert reg.partition_epoch == before.partition_epoch + 1          # every change raises it by one
+        if change.get("leader", -2) != -2:
+            state["leader"], state["le"] = change["leader"], state["le"] + 1
+        if change.get("isr") is not None:
+            state["isr"] = tuple(change["isr"])
+        if change.get("replicas") is not None:
+            state["replicas"] = tuple(change["replicas"])
+        assert (reg.leader, reg.leader_epoch, reg.isr, reg.replicas) == (
+            state["leader"], state["le"], state["isr"], state["replicas"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from([
+    "[Broker id=1] Leader ", "[Broker id=1] Follower ", "[Broker id=1] Creating new partition ",
+    "[QuorumController id=1] Replayed PartitionRecord for new partition ", "Setting new leader for topicId ",
+    "[QuorumController id=1] UNCLEAN partition change for ", "[QuorumController id=1] In the new epoch ",
+    "[Broker id=1] Transitioning 1 partition(s) to local leaders.", "t-0 ", "with topic id Some(U) ",
+    "starts at leader epoch 1 ", "from offset 0 with partition epoch 2, ", "ISR [1,2]", "PartitionRegistration(",
+    "leader=1, ", "]", ")", "7", "-", " "]), max_size=12), st.sampled_from(
+        ["state.change.logger", "org.apache.kafka.controller.QuorumController",
+         "org.apache.kafka.controller.PartitionChangeBuilder"]))
+def test_any_kraft_like_line_is_read_without_raising(parts, logger):
+    r = kraft(TRANSITIONING, line("".join(parts), logger))
+    report = audited(r)
+    assert r.counts.total == 2 and report.summary["rows"] == len(r.kraft_rows)
