@@ -3,7 +3,8 @@
 What ``kcontroller audit PATH...`` runs. A PATH is
 - an event-log directory (segment files ``*.kclog``): one run;
 - a directory whose subdirectories are event logs (a sweep's output): one run each;
-- a Kafka log file (``state-change.log``, ``controller.log``, rotated or gzip-compressed): one run;
+- a Kafka log file (``state-change.log``, ``controller.log``, rotated or gzip-compressed; or the decoded
+  KRaft metadata log, ``kafka-dump-log.sh --cluster-metadata-decoder`` output): one run;
 - a directory of Kafka log files: every regular, non-hidden file in it, one run each;
 - a glob of any of these.
 
