@@ -48,6 +48,8 @@ from __future__ import annotations
 from collections import deque
 from types import MappingProxyType
 
+import numpy as np
+
 from sim.replica_log import ReplicaLog
 
 NONE = "NONE"
@@ -277,19 +279,113 @@ class Replication:
         rep = self.replica(b, tp)
         if rep.offline:
             return KAFKA_STORAGE_ERROR
-        was_leader = rep.leader == b
         isr, replicas = tuple(p.isr), tuple(p.replicas)
-        rep.leader, rep.leader_epoch, rep.isr = p.leader, p.leader_epoch, intern(isr, isr)
-        rep.partition_epoch, rep.replicas = p.partition_epoch, intern(replicas, replicas)
+        self._become(rep, p.leader, p.leader_epoch, intern(isr, isr), p.partition_epoch, intern(replicas, replicas))
+        return NONE
+
+    def _become(self, rep: Replica, leader: int, leader_epoch: int, isr: tuple, partition_epoch: int,
+                replicas: tuple) -> None:
+        b = rep.broker
+        was_leader = rep.leader == b
+        rep.leader, rep.leader_epoch, rep.isr = leader, leader_epoch, isr
+        rep.partition_epoch, rep.replicas = partition_epoch, replicas
         rep.pending_isr = None
-        rep.min_isr = min(self.sim.min_isr(p.topic), len(rep.replicas))   # effectiveMinIsr
-        if p.leader == b:
+        rep.min_isr = min(self.sim.min_isr(rep.tp[0]), len(replicas))   # effectiveMinIsr
+        if leader == b:
             self._make_leader(rep)
         else:
             if was_leader:
                 self._resign(rep)
             self._make_follower(rep)
-        return NONE
+
+    def become_many(self, b: int, batch, rows) -> None:
+        """:meth:`become_leader_or_follower` for the rows ``rows`` (ascending) of a columnar LeaderAndIsr request
+        ``batch``, in order: the same state, the same metrics calls and the same messages in the same order as
+        the records one by one (the per-record method stays the reference; tests/test_become_many.py holds
+        them to each other), without a record object per row. The broker has no replica in a failed log
+        directory (the caller's condition): no replica here is offline."""
+        n = len(rows)
+        if not n:
+            return
+        topic = batch.column("topic")
+        names = topic.dictionary
+        codes = np.asarray(topic.codes)[rows].tolist()
+        parts = np.asarray(batch.column("partition"))[rows].tolist()
+        leaders = np.asarray(batch.column("leader"))[rows].tolist()
+        epochs = np.asarray(batch.column("leader_epoch"))[rows].tolist()
+        partition_epochs = np.asarray(batch.column("partition_epoch"))[rows].tolist()
+        isrs = self._row_tuples(batch.column("isr"), rows)
+        replica_sets = self._row_tuples(batch.column("replicas"), rows)
+        intern = self._interned.setdefault
+        reps, disk = self.replicas[b], self.disks[b]
+        sim = self.sim
+        now = sim.loop.now
+        metrics_leader_changed = sim.metrics.leader_changed
+        one_dir = len(sim.log_dirs) == 1
+        log_dir = sim.log_dirs[0]
+        min_isr_of: dict[str, int] = {}
+        led = self.led_with.setdefault(b, {})
+        sessions = self.sessions
+        fetcher_id = self.fetcher_id
+        for i in range(n):
+            tp = (names[codes[i]], parts[i])
+            tp = intern(tp, tp)
+            rep = reps.get(tp)
+            if rep is not None:
+                self._become(rep, leaders[i], epochs[i], isrs[i], partition_epochs[i], replica_sets[i])
+                continue
+            # A replica the process does not have yet: it leads nothing and is in no session.
+            log = disk.get(tp)
+            if log is None:
+                log = disk[tp] = ReplicaLog()
+            rep = reps[tp] = Replica(tp, b, log, log_dir if one_dir else sim.log_dir_of(b, tp))
+            leader, replicas = leaders[i], replica_sets[i]
+            rep.leader, rep.leader_epoch, rep.isr = leader, epochs[i], isrs[i]
+            rep.partition_epoch, rep.replicas = partition_epochs[i], replicas
+            topic_name = tp[0]
+            m = min_isr_of.get(topic_name)
+            if m is None:
+                m = min_isr_of[topic_name] = sim.min_isr(topic_name)
+            rep.min_isr = m if m < len(replicas) else len(replicas)
+            if leader == b:
+                log.assign_epoch_start(rep.leader_epoch)
+                leo = rep.epoch_start = log.leo
+                follower_leo = rep.follower_leo = {}
+                fetcher = fetcher_id(tp)
+                isr = rep.isr
+                for r in replicas:
+                    if r == b:
+                        continue
+                    follower_leo[r] = -1
+                    tps = led.get(r)
+                    if tps is None:
+                        tps = led[r] = {}
+                    tps[tp] = None
+                    s = sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
+                    s.watch[tp] = [now if r in isr else 0, leo]
+                metrics_leader_changed(rep)
+                if leo:
+                    self._maybe_advance_hw(rep)
+            elif leader >= 0:
+                s = self._session(b, leader, fetcher_id(tp))
+                s.partitions[tp] = None
+                s.dirty[tp] = None
+                rep.fetching_from = leader
+                if s.state == IDLE or s.state == PARKED:
+                    self._kick(s)
+
+    def _row_tuples(self, column, rows) -> list[tuple]:
+        """The int tuples of ``rows`` of a ListColumn, each one interned."""
+        intern = self._interned.setdefault
+        offsets = np.asarray(column.offsets)
+        lo = offsets[rows].tolist()
+        hi = offsets[np.asarray(rows) + 1].tolist()
+        flat = np.asarray(column.values).tolist()
+        out = []
+        for a, z in zip(lo, hi):
+            t = tuple(flat[a:z])
+            out.append(intern(t, t))
+        return out
 
     def _make_leader(self, rep: Replica) -> None:
         b, tp, now = rep.broker, rep.tp, self.sim.loop.now

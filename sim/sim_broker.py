@@ -230,12 +230,7 @@ class SimBroker:
                                           int32s("partition_epoch", parts.column("partition_epoch")),
                                           *isr_block(parts.column("isr")))
             applied = self.partitions.apply_newer(keys, rows)
-            if applied.any():
-                records = parts.records()
-                become = replication.become_leader_or_follower
-                b = self.broker_id
-                for i in np.flatnonzero(applied).tolist():
-                    become(b, records[i])
+            replication.become_many(self.broker_id, parts, np.flatnonzero(applied))
             return PartitionErrors(parts.column("topic"), parts.column("partition"), (~applied).view(np.uint8),
                                    _LEADER_AND_ISR_ERRORS)
         errors = {}
