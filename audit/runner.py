@@ -6,6 +6,8 @@ What ``kcontroller audit PATH...`` runs. A PATH is
 - a Kafka log file (``state-change.log``, ``controller.log``, rotated or gzip-compressed; or the decoded
   KRaft metadata log, ``kafka-dump-log.sh --cluster-metadata-decoder`` output): one run;
 - a directory of Kafka log files: every regular, non-hidden file in it, one run each;
+- a Parquet export of audit rows (``kcontroller export --parquet``, :mod:`audit.export`): each of its runs,
+  or one of its ``run=`` directories (any directory of ``*.parquet`` files of the audit's schema): one run;
 - a glob of any of these.
 
 A path that does not exist, a glob that matches nothing, or a file that is not text is an *input
@@ -33,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from audit import local_engine
+from audit.export import ParquetInputError, ParquetRun, find_parquet_runs, is_parquet_dir, read_parquet_rows
 from audit.checks import (
     ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, ERROR, SEVERITY, Report, Violation, events, fails, location, merge_reports,
     state_name,
@@ -49,11 +52,16 @@ from events.segment import SEGMENT_SUFFIX
 
 EVENT_LOG = "event-log"
 KAFKA_LOG = "kafka-log"
+PARQUET = "parquet"
 ENGINES = ("auto", "local", "spark")
 # The in-process engine holds every row: about ten times the input's bytes in memory. On the
 # benchmark machine (2 cores) it was faster than Spark at every size measured (docs/benchmarks.md),
 # so ``auto`` takes Spark only when the rows would need more than half of the memory.
 LOCAL_BYTES_PER_INPUT_BYTE = 10
+# A Parquet row stands for about this many bytes of event log (bench data: 67 MiB of segments, 1.17 M rows);
+# without a manifest, a Parquet byte for this many (zstd-compressed rows).
+LOG_BYTES_PER_PARQUET_ROW = 60
+LOG_BYTES_PER_PARQUET_BYTE = 10
 
 
 DEFAULT_SPARK_THRESHOLD = physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
@@ -74,12 +82,24 @@ class AuditInput:
     notes: list[str] = field(default_factory=list)   # e.g. a torn tail (a crash mid-write), not an error
     paths: list = field(default_factory=list)        # Kafka files read as this one run: a rotated set, oldest
     merged: bool = False                             # first; merged by time (a set as a list in the list)
+    parquet: ParquetRun | None = None                # a run of a Parquet export
+
+    @property
+    def log_bytes(self) -> int:
+        """The input's size as event-log bytes (what ``auto``'s threshold is about)."""
+        if self.parquet is None:
+            return self.bytes
+        if self.parquet.rows is not None:
+            return self.parquet.rows * LOG_BYTES_PER_PARQUET_ROW
+        return self.bytes * LOG_BYTES_PER_PARQUET_BYTE
 
     def to_json(self, rows_by_run: dict) -> dict:
         out = {"path": self.path, "type": self.type, "run_id": self.run_id, "bytes": self.bytes,
                "rows": rows_by_run.get(self.run_id, 0)}
         if self.type == EVENT_LOG:
             out["segments"] = len(self.segments)
+        if self.parquet is not None:
+            out["files"] = list(self.parquet.files)
         if self.paths:
             out["files"] = self.paths
             out["merged"] = self.merged
@@ -183,6 +203,8 @@ def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
     if os.path.isdir(path):
         if _is_event_log(path):
             return [(EVENT_LOG, path)], None
+        if is_parquet_dir(path):
+            return [(PARQUET, path)], None
         out = []
         for name in sorted(os.listdir(path)):
             if name.startswith("."):
@@ -190,6 +212,8 @@ def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
             child = os.path.join(path, name)
             if os.path.isdir(child) and _is_event_log(child):
                 out.append((EVENT_LOG, child))
+            elif os.path.isdir(child) and is_parquet_dir(child):
+                out.append((PARQUET, child))
             elif os.path.isfile(child):
                 out.append((KAFKA_LOG, child))
         if not out:
@@ -226,6 +250,18 @@ def resolve_inputs(paths: Iterable[str], *, merge: bool = False) -> tuple[list[A
                     continue
                 size = sum(os.path.getsize(r.file) for r in refs)
                 inputs.append(AuditInput(p, EVENT_LOG, p, size, refs))
+            elif kind == PARQUET:
+                try:
+                    runs = find_parquet_runs(p)
+                except ParquetInputError as exc:
+                    errors.append(InputError(exc.path, exc.reason))
+                    continue
+                for run in runs:
+                    run_key = os.path.realpath(run.path)
+                    if run_key != key and run_key in seen:
+                        continue
+                    seen.add(run_key)
+                    inputs.append(AuditInput(run.path, PARQUET, run.run_id or run.path, run.bytes, parquet=run))
             else:
                 inputs.append(AuditInput(p, KAFKA_LOG, run_id_for(p), os.path.getsize(p)))
     inputs = _kafka_runs(inputs, merge)
@@ -309,9 +345,25 @@ def _read_kafka_logs(inputs: list[AuditInput]) -> tuple[list[AuditRow], list]:
     return rows, kraft_rows
 
 
+def _parquet_run_id(i: AuditInput, run_ids) -> None:
+    """A Parquet directory without a manifest: its run is named by its rows."""
+    if i.parquet.run_id is None:
+        found = set(run_ids)
+        if len(found) == 1:
+            i.run_id = found.pop()
+
+
 def _audit_local(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
     rows: list[AuditRow] = []
     for i in inputs:
+        if i.type == PARQUET:
+            try:
+                run_rows = read_parquet_rows(i.parquet)
+            except ParquetInputError as exc:
+                i.error = str(exc)
+                continue
+            _parquet_run_id(i, (r.run_id for r in run_rows))
+            rows += run_rows
         if i.type != EVENT_LOG:
             continue
         stats = ReadStats()
@@ -335,7 +387,7 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     import pyarrow as pa
 
     from audit import spark_engine
-    from audit.rows import SPARK_DDL, rows_to_arrow
+    from audit.rows import COLUMNS, SPARK_DDL, rows_to_arrow
     from audit.spark_session import spark_session
     from audit.spark_source import read_logs_df
 
@@ -344,6 +396,9 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     event_logs = [i.path for i in inputs if i.type == EVENT_LOG]
     if event_logs:
         frames.append(read_logs_df(spark, event_logs))
+    parquet = _checked_parquet_files(inputs)
+    if parquet:
+        frames.append(spark.read.schema(SPARK_DDL).parquet(*parquet).select(*COLUMNS))
     kafka_rows, kraft_rows = _read_kafka_logs(inputs)
     if kafka_rows:
         frames.append(spark.createDataFrame(pa.Table.from_batches([rows_to_arrow(kafka_rows)])))
@@ -357,6 +412,29 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
     return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
+
+
+def _checked_parquet_files(inputs: list[AuditInput]) -> list[str]:
+    """The Parquet inputs' files (absolute), each checked against the audit's schema here in the driver (a bad
+    file is its input's error, never a failed job)."""
+    import pyarrow.parquet as pq
+
+    from audit.export import check_schema
+    files = []
+    for i in inputs:
+        if i.type != PARQUET:
+            continue
+        try:
+            for f in i.parquet.files:
+                check_schema(f)
+        except ParquetInputError as exc:
+            i.error = str(exc)
+            continue
+        if i.parquet.run_id is None:
+            _parquet_run_id(i, (v for f in i.parquet.files
+                                for v in pq.read_table(f, columns=["run_id"]).column(0).unique().to_pylist()))
+        files += [os.path.abspath(f) for f in i.parquet.files]
+    return files
 
 
 # --- the timeline (the HTML report's chart) -----------------------------------------------------------------
@@ -423,7 +501,7 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
     inputs, errors = resolve_inputs(paths, merge=merge)
     if master is not None and engine == "auto":
         engine = "spark"  # naming a cluster is asking for it
-    chosen, why = choose_engine(engine, sum(i.bytes for i in inputs), spark_threshold)
+    chosen, why = choose_engine(engine, sum(i.log_bytes for i in inputs), spark_threshold)
     notes = [why] if why else []
     if chosen == "spark":
         try:

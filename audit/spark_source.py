@@ -47,7 +47,7 @@ import os
 from collections.abc import Iterable, Iterator
 
 from audit.log_rows import (
-    CHUNK_RECORDS, Const, Masked, RowError, SegmentRef, chunk_columns, column_values, discover_segments, gc_paused,
+    CHUNK_RECORDS, Const, Masked, ReadStats, RowError, SegmentRef, chunk_columns, column_values, discover_segments, gc_paused,
     iter_segment_chunks,
 )
 from audit.rows import SPARK_DDL, arrow_schema
@@ -68,17 +68,18 @@ FORMAT = "kcontroller"
 # Arrow batches of one segment (no Spark needed)
 # ---------------------------------------------------------------------------------------------
 
-def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS) -> Iterator:
+def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None) -> Iterator:
     """The segment's rows as ``pyarrow.RecordBatch`` objects in ``arrow_schema()``.
 
     Up to ``chunk_records`` records are decoded at a time; their rows become one batch per
     record kind present (rows of one kind in log order; order across batches is not log
-    order: sort by ``seq`` where it matters).
+    order: sort by ``seq`` where it matters). ``stats`` (optional) is filled in as the
+    in-process reader does (torn tails included).
     """
     import pyarrow as pa
     schema = arrow_schema()
     types = [f.type for f in schema]
-    chunks = iter_segment_chunks(ref, chunk_records)
+    chunks = iter_segment_chunks(ref, chunk_records, stats)
     while True:
         with gc_paused():  # the chunk's records are built into batches and freed before the collector returns
             chunk = next(chunks, None)

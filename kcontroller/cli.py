@@ -13,7 +13,7 @@ from controller.embedding.cluster import ClusterError
 from controller.embedding.demo import DemoSpec, run_demo
 from controller.embedding.replay import replay_log
 from events.log import LogError, LogReader
-from kcontroller import cli_audit, cli_cluster, cli_quorum, cli_simulate, cli_sweep, cli_whatif
+from kcontroller import cli_audit, cli_cluster, cli_export, cli_quorum, cli_simulate, cli_sweep, cli_whatif
 from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, configure_logging
 from statemachines.cluster_view import ClusterView, DescribeOptions, fold_log
@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_whatif.add_parser(sub)
     cli_simulate.add_parser(sub)
     cli_audit.add_parser(sub)
+    cli_export.add_parser(sub)
     cli_sweep.add_parser(sub)
     return parser
 
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
                     "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
-                    "audit": cli_audit.cmd_audit,
+                    "audit": cli_audit.cmd_audit, "export": cli_export.cmd_export,
                     "sweep": cli_sweep.cmd_sweep,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
