@@ -542,6 +542,34 @@ class Metrics:
         self._check_loss(tp, replica.log, b, replica.leader_epoch,
                          f"broker {b} became leader (epoch {replica.leader_epoch})")
 
+    def leaders_changed(self, b: int, replicas: list) -> None:
+        """:meth:`leader_changed` for many replicas broker ``b`` now leads, in order, at one time: the same
+        counts, timeline and loss events, with the partition rows updated as arrays."""
+        if not replicas:
+            return
+        if self.sim.brokers.get(b) is not self._process.get(b):
+            self.brokers_changed()
+        rows = np.fromiter(map(self._row, [rep.tp for rep in replicas]), dtype=np.int64, count=len(replicas))
+        p = self._p
+        inc = self._inc[b]
+        change = ~((p["sb"][rows] == b) & (p["si"][rows] == inc))
+        if change.any():
+            changed = rows[change]
+            served = int(np.count_nonzero(p["ex"][changed] & ~p["off"][changed].astype(bool) & (p["ld"][changed] == b)))
+            p["sb"][changed] = b
+            p["si"][changed] = inc
+            if served:
+                self._advance(self.sim.loop.now)
+                self._unserved[b] -= served
+                if b in self._up:
+                    self._unavailable_online -= served
+                self._point(self.last_ms)
+        acked = self.acked
+        for rep in replicas:
+            if rep.tp in acked:
+                self._check_loss(rep.tp, rep.log, b, rep.leader_epoch,
+                                 f"broker {b} became leader (epoch {rep.leader_epoch})")
+
     def _leader_of(self, tp: tuple) -> int:
         """The partition's leader in ``/state``; -1 if it has none, is offline or unknown."""
         base = self._base.get(tp[0])

@@ -320,18 +320,22 @@ class Replication:
         reps, disk = self.replicas[b], self.disks[b]
         sim = self.sim
         now = sim.loop.now
-        metrics_leader_changed = sim.metrics.leader_changed
+        became_leader: list[Replica] = []      # told to the metrics together, before anything else happens
         one_dir = len(sim.log_dirs) == 1
         log_dir = sim.log_dirs[0]
         min_isr_of: dict[str, int] = {}
         led = self.led_with.setdefault(b, {})
         sessions = self.sessions
         fetcher_id = self.fetcher_id
+        following: dict[tuple[int, int], FetchSession] = {}   # (leader, fetcher) -> this broker's session
         for i in range(n):
             tp = (names[codes[i]], parts[i])
             tp = intern(tp, tp)
             rep = reps.get(tp)
             if rep is not None:
+                if became_leader:
+                    sim.metrics.leaders_changed(b, became_leader)
+                    became_leader = []
                 self._become(rep, leaders[i], epochs[i], isrs[i], partition_epochs[i], replica_sets[i])
                 continue
             # A replica the process does not have yet: it leads nothing and is in no session.
@@ -363,24 +367,50 @@ class Replication:
                     tps[tp] = None
                     s = sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
                     s.watch[tp] = [now if r in isr else 0, leo]
-                metrics_leader_changed(rep)
                 if leo:
+                    # Its log has records (a restarted broker's): the high watermark may move and answer
+                    # produces, so the metrics hear of the leaders so far first, as one by one.
+                    became_leader.append(rep)
+                    sim.metrics.leaders_changed(b, became_leader)
+                    became_leader = []
                     self._maybe_advance_hw(rep)
+                else:
+                    became_leader.append(rep)
             elif leader >= 0:
-                s = self._session(b, leader, fetcher_id(tp))
+                key = (leader, fetcher_id(tp))
+                s = following.get(key)
+                if s is None:
+                    s = following[key] = self._session(b, leader, key[1])
                 s.partitions[tp] = None
                 s.dirty[tp] = None
                 rep.fetching_from = leader
                 if s.state == IDLE or s.state == PARKED:
                     self._kick(s)
+        if became_leader:
+            sim.metrics.leaders_changed(b, became_leader)
 
     def _row_tuples(self, column, rows) -> list[tuple]:
         """The int tuples of ``rows`` of a ListColumn, each one interned."""
         intern = self._interned.setdefault
         offsets = np.asarray(column.offsets)
+        values = np.asarray(column.values)
+        rows = np.asarray(rows)
+        lengths = offsets[rows + 1] - offsets[rows]
+        width = int(lengths[0]) if len(rows) else 0
+        if len(rows) > 64 and 0 < width <= 3 and lengths.min() == lengths.max():
+            # One width of at most three (replica sets and full ISRs at RF 3): each distinct tuple is made once,
+            # found by packing a row's broker ids into one int64 (21 bits each).
+            table = values[offsets[rows][:, None] + np.arange(width)].astype(np.int64)
+            if table.min() >= 0 and table.max() < 1 << 21:
+                packed = table[:, 0]
+                for k in range(1, width):
+                    packed = packed << 21 | table[:, k]
+                distinct, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
+                made = [intern(t, t) for t in map(tuple, table[first].tolist())]
+                return [made[k] for k in inverse.reshape(-1).tolist()]
         lo = offsets[rows].tolist()
-        hi = offsets[np.asarray(rows) + 1].tolist()
-        flat = np.asarray(column.values).tolist()
+        hi = offsets[rows + 1].tolist()
+        flat = values.tolist()
         out = []
         for a, z in zip(lo, hi):
             t = tuple(flat[a:z])
