@@ -634,7 +634,9 @@ class Replication:
             if (rep.pending_isr is None and offset >= rep.log.hw and offset >= rep.epoch_start
                     and self.sim.broker_alive_in_metadata(rep.broker, f)):
                 self._propose_isr(rep, rep.isr + (f,))
-        self._maybe_advance_hw(rep)
+        if offset > rep.log.hw:
+            # The high watermark is the least LEO of the ISR: a follower at or below it cannot move it.
+            self._maybe_advance_hw(rep)
 
     def _respond(self, s: FetchSession, offsets: dict, truncations: dict, errors: dict, force: bool = False) -> None:
         leader = s.leader
