@@ -69,7 +69,7 @@ class Producer:
         self.accumulator: list[list] = []   # [tp, count, created_ms, ready_ms, sequence], by sequence
         self.batches_made = 0        # the next batch's sequence
         self.draining = False        # a _drain is running (further down the stack)
-        self.leaders: dict[tuple, int] = {}
+        self.leaders: dict[str, list[int]] = {}      # topic -> the leader of each partition id (-1: unknown)
         self.metadata_ms = -self.metadata_max_age_ms
         self.needs_refresh = True
         self.in_flight = 0
@@ -136,12 +136,7 @@ class Producer:
             return
         self.needs_refresh = False
         cache = source.metadata
-        by_topic = {topic: cache.leaders(topic).tolist() for topic in self.spec.topics}
-        leaders = self.leaders
-        for tp in self._partitions():
-            known = by_topic[tp[0]]
-            p = tp[1]
-            leaders[tp] = known[p] if p < len(known) else -1
+        self.leaders = {topic: cache.leaders(topic).tolist() for topic in self.spec.topics}
 
     def _drain(self, now: int) -> None:
         """The Sender's loop: each round drains every leader one request of at most one batch per partition
@@ -179,7 +174,8 @@ class Producer:
                 if ready > now:
                     keep.append(batch)
                     continue
-                leader = self.leaders.get(tp, -1)
+                known = self.leaders.get(tp[0])
+                leader = known[tp[1]] if known is not None and tp[1] < len(known) else -1
                 if leader < 0:
                     self.needs_refresh = True
                     keep.append(batch)
