@@ -906,23 +906,34 @@ class KafkaController(PartitionReassignmentMixin):
             # a candidate, so Kafka's scan would elect nothing. Skip it (it reads every partition).
             self._log.debug("No partition has a preferred replica that could lead it and does not")
             return
-        by_preferred: dict[int, list[tuple]] = {}
-        for tp in ctx.all_partitions():
-            if not ctx.is_topic_queued_up_for_deletion(tp[0]):
-                replicas = ctx.partition_replica_assignment(tp)
-                if replicas:
-                    by_preferred.setdefault(replicas[0], []).append(tp)
+        # Kafka groups every partition of the topics not queued for deletion by its preferred replica (the
+        # first of its assignment); per broker, in broker order, the partitions it should lead that have
+        # leadership info and another leader. As arrays per topic, in the context's topic and partition order.
+        matrix = ctx.pool.matrix()
+        pieces = []
+        for topic, ts in ctx.topics.items():
+            if not len(ts) or ctx.is_topic_queued_up_for_deletion(topic):
+                continue
+            preferred = matrix[view_i32(ts.rcode), 0]
+            assigned = preferred >= 0
+            elsewhere = assigned & (view_i32(ts.leader_epoch) != NO_EPOCH) & (view_i32(ts.leader) != preferred)
+            pieces.append((topic, preferred, assigned, elsewhere))
+        if not pieces:
+            return
+        every = np.concatenate([p[1][p[2]] for p in pieces]).astype(np.int64)
+        moved = np.concatenate([p[1][p[3]] for p in pieces]).astype(np.int64)
+        if not len(every):
+            return
+        totals = np.bincount(every)
+        not_preferred = np.bincount(moved, minlength=len(totals))
         threshold = self.config.get_int("leader.imbalance.per.broker.percentage") / 100
-        for broker in sorted(by_preferred):
-            partitions = by_preferred[broker]
-            not_preferred = [tp for tp in partitions
-                             if ctx.has_leadership_info(tp) and ctx.partition_leader(tp) != broker]
-            ratio = len(not_preferred) / len(partitions)
+        for broker in np.flatnonzero(totals).tolist():
+            ratio = int(not_preferred[broker]) / int(totals[broker])
             self._log.debug(f"Leader imbalance ratio for broker {broker} is {ratio}")
             if ratio > threshold:
-                candidates = [tp for tp in not_preferred
-                              if not ctx.is_topic_queued_up_for_deletion(tp[0]) and tp[0] in ctx.all_topics
-                              and self._can_preferred_replica_be_leader(tp)]
+                candidates = [(topic, p) for topic, preferred, _, elsewhere in pieces
+                              for p in np.flatnonzero(elsewhere & (preferred == broker)).tolist()
+                              if topic in ctx.topics and self._can_preferred_replica_be_leader((topic, p))]
                 self._on_replica_election(candidates, PREFERRED, AUTO_TRIGGERED)
 
     def _can_preferred_replica_be_leader(self, tp: tuple) -> bool:
