@@ -81,6 +81,7 @@ from audit.rows import (
     REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
     AuditRow,
 )
+from audit.row_columns import RowGroup, decode_row_batches
 from events import records as R
 from events.codec import check_record_types
 from events.columns import COLUMN_KINDS, EXT_COLUMNS, ColumnBatch, ColumnBatchError, DictColumn, ListColumn
@@ -239,6 +240,7 @@ class Chunk(NamedTuple):
     groups: dict      # kind code -> (positions list, records list), each in log order
     records: int      # records decoded (mapped or not)
     columnar: tuple = ()  # (position, ColumnBatch) of the mapped kinds' columnar batches, in log order
+    row_groups: tuple = ()  # audit.row_columns.RowGroup: mapped records of row batches decoded as columns
 
 
 class _ExtHook:
@@ -320,52 +322,115 @@ def _check_mixed(batch: Batch, elements: list) -> None:
 
 class _Scan:
     """The state of reading one segment: its batch scanner, counts and, at the end, its SegmentEnd."""
-    __slots__ = ("batches", "end", "error", "kinds", "nbytes", "scan")
+    __slots__ = ("batches", "end", "error", "kinds", "nbytes", "scan", "vectorised")
 
-    def __init__(self, scan):
+    def __init__(self, scan, vectorised: bool = True):
         self.scan = scan
+        self.vectorised = vectorised
         self.batches = self.nbytes = 0
         self.kinds = Counter()
         self.end = None
         self.error: LogError | None = None   # damage found after a chunk's first batches: raised next
 
 
+def _vector_runs(batches: list[Batch]) -> list[tuple[list[Batch], tuple | None]]:
+    """The batches in order as runs: (batches, (row groups, kind counts)) for a run the vectorised decoder
+    took (audit.row_columns), (batches, None) for batches to decode into records (those holding records
+    the decoder leaves to that path, or a run it did not take)."""
+    decoded = _row_groups(batches)
+    if type(decoded) is not list:
+        return [(batches, decoded)]
+    runs: list = []
+    slow = set(decoded)
+    i = 0
+    while i < len(batches):
+        if i in slow:
+            runs.append(([batches[i]], None))
+            i += 1
+            continue
+        j = i
+        while j < len(batches) and j not in slow:
+            j += 1
+        runs += _vector_runs(batches[i:j])
+        i = j
+    return runs
+
+
+def _row_groups(batches: list[Batch]) -> tuple[list, dict] | list[int] | None:
+    """The batches' mapped records as columns (audit.row_columns), when they are row batches the vectorised
+    decoder takes; the indices of the batches holding a mapped kind without a columnar builder; or None."""
+    decoded = decode_row_batches([(b.payload, b.base_offset, b.record_count, b.position + BATCH_HEADER_SIZE)
+                                  for b in batches], _VECTOR_KINDS, _NO_VECTOR_KINDS)
+    if decoded is None or type(decoded) is list:
+        return decoded
+    groups, counts = decoded
+    failed = groups.get(R.TransitionFailed.KIND)
+    if failed is not None:
+        entity = failed.column("entity")
+        if ((entity < 0) | (entity >= len(_ENTITY_DICTIONARY))).any():
+            return None   # the existing path raises the RowError naming the record
+    return list(groups.values()), counts
+
+
 def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | None:
-    groups: dict = {}
-    columnar: list = []
-    pending = 0
     scan, kinds = state.scan, state.kinds
     if state.error is not None:
         raise state.error
+    batches: list[Batch] = []
+    pending = 0
     while pending < chunk_records:
         try:
             batch = next(scan)
-            positions, recs = _decode_batch(batch)
         except StopIteration as stop:
             state.end = stop.value
             break
         except LogError as exc:
-            if not pending:
+            if not batches:
                 raise
             state.error = exc  # hand out the rows before the damage first, as LogReader does
             break
-        state.batches += 1
-        state.nbytes += BATCH_HEADER_SIZE + len(batch.payload)
+        batches.append(batch)
         pending += batch.record_count
-        if len(recs) != batch.record_count:   # columnar batches: their columns, not their records
-            recs = _take_columnar(positions, recs, columnar, kinds, chunk_records)
-            positions = [positions[i] for i, r in enumerate(recs) if r is not None]
-            recs = [r for r in recs if r is not None]
-        present = Counter(map(_kind_of, recs))
-        kinds.update(present)
-        wanted = [k for k in present if k in MAPPED_KINDS]
-        if len(wanted) == 1 and len(present) == 1:
-            _extend(groups, wanted[0], positions, recs)
-        else:
-            for k in wanted:
-                picked = [i for i, r in enumerate(recs) if r[0] == k]
-                _extend(groups, k, map(positions.__getitem__, picked), map(recs.__getitem__, picked))
-    return Chunk(ref, groups, pending, tuple(columnar)) if pending else None
+    if not batches:
+        return None
+    runs = _vector_runs(batches) if state.vectorised else [(batches, None)]
+    groups: dict = {}
+    columnar: list = []
+    row_groups: list = []
+    done = 0
+    for run, fast in runs:
+        if fast is not None:
+            state.batches += len(run)
+            state.nbytes += sum(BATCH_HEADER_SIZE + len(b.payload) for b in run)
+            done += sum(b.record_count for b in run)
+            row_groups += fast[0]
+            kinds.update(fast[1])
+            continue
+        for batch in run:
+            try:
+                positions, recs = _decode_batch(batch)
+            except LogError as exc:
+                if not done:
+                    raise
+                state.error = exc   # an earlier damage than any the scan found after it
+                return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups))
+            state.batches += 1
+            state.nbytes += BATCH_HEADER_SIZE + len(batch.payload)
+            done += batch.record_count
+            if len(recs) != batch.record_count:   # columnar batches: their columns, not their records
+                recs = _take_columnar(positions, recs, columnar, kinds, chunk_records)
+                positions = [positions[i] for i, r in enumerate(recs) if r is not None]
+                recs = [r for r in recs if r is not None]
+            present = Counter(map(_kind_of, recs))
+            kinds.update(present)
+            wanted = [k for k in present if k in MAPPED_KINDS]
+            if len(wanted) == 1 and len(present) == 1:
+                _extend(groups, wanted[0], positions, recs)
+            else:
+                for k in wanted:
+                    picked = [i for i, r in enumerate(recs) if r[0] == k]
+                    _extend(groups, k, map(positions.__getitem__, picked), map(recs.__getitem__, picked))
+    return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups))
 
 
 def _take_columnar(positions: list, elements: list, columnar: list, kinds: Counter, chunk_records: int) -> list:
@@ -390,11 +455,13 @@ class SegmentChunks:
     a chunk it has returned, so a caller that drops the chunk frees its records at once.
     """
 
-    def __init__(self, ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None):
+    def __init__(self, ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None,
+                 vectorised: bool = True):
         self.ref = ref
         self.chunk_records = chunk_records
         self.stats = stats
-        self._state = _Scan(scan_segment(ref.file, ref.base_offset, is_last=ref.next_base_offset is None))
+        self._state = _Scan(scan_segment(ref.file, ref.base_offset, is_last=ref.next_base_offset is None),
+                            vectorised)
         self._finished = False
 
     def __iter__(self) -> SegmentChunks:
@@ -404,7 +471,7 @@ class SegmentChunks:
         if self._finished:
             raise StopIteration
         state = self._state
-        if state.end is None:  # (also when a stored error is pending: _next_chunk raises it)
+        if state.end is None or state.error is not None:  # a stored error: _next_chunk raises it
             chunk = _next_chunk(state, self.ref, self.chunk_records)
             if chunk is not None:
                 return chunk
@@ -431,9 +498,10 @@ class SegmentChunks:
 
 
 def iter_segment_chunks(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS,
-                        stats: ReadStats | None = None) -> SegmentChunks:
-    """The chunks of a segment (see :class:`SegmentChunks`)."""
-    return SegmentChunks(ref, chunk_records, stats)
+                        stats: ReadStats | None = None, vectorised: bool = True) -> SegmentChunks:
+    """The chunks of a segment (see :class:`SegmentChunks`); ``vectorised=False`` decodes every row batch
+    into record tuples (the reference path of the vectorised decoder)."""
+    return SegmentChunks(ref, chunk_records, stats, vectorised)
 
 
 @contextmanager
@@ -590,7 +658,12 @@ def _masked(values, valid: np.ndarray):
 
 
 def _columnar_header(ref: SegmentRef, kind: str, position: int, b: ColumnBatch) -> list:
-    """run_id .. time_ms of a columnar batch's rows: everything but ``seq`` is shared."""
+    """run_id .. time_ms of a columnar batch's rows: everything but ``seq`` is shared (a RowGroup's:
+    every record its own)."""
+    if type(b) is RowGroup:
+        cids = b.controller_ids
+        return [Const(ref.run_id), Const(ref.path), b.positions, b.offsets, Const(kind), cids,
+                np.where(cids == -1, -1, b.controller_epochs), b.timestamps]
     epoch = -1 if b.controller_id == -1 else b.controller_epoch
     return [Const(ref.run_id), Const(ref.path), Const(position), np.arange(b.first_offset, b.end_offset, dtype=np.int64),
             Const(kind), Const(b.controller_id), Const(epoch), Const(b.timestamp_ms)]
@@ -660,6 +733,11 @@ _COLUMNAR_BUILDERS = {
 assert set(_COLUMNAR_BUILDERS) == {k for k in MAPPED_KINDS if k in COLUMN_KINDS}
 
 
+# Mapped kinds whose records of row batches the vectorised decoder reads (audit.row_columns); a row batch
+# holding one of the others (nested assignments) is decoded into tuples.
+_VECTOR_KINDS = frozenset(_COLUMNAR_BUILDERS)
+_NO_VECTOR_KINDS = frozenset(MAPPED_KINDS) - _VECTOR_KINDS
+
 _BUILDERS = {
     R.ReplicaTransition.KIND: _replica_transitions,
     R.PartitionTransition.KIND: _partition_transitions,
@@ -686,6 +764,8 @@ def chunk_columns(chunk: Chunk) -> list[tuple[int, list]]:
         out.append((len(columns[2]), columns))
     for position, batch in chunk.columnar:
         out.append((batch.n, _COLUMNAR_BUILDERS[batch.kind](chunk.ref, position, batch)))
+    for group in chunk.row_groups:
+        out.append((group.n, _COLUMNAR_BUILDERS[group.kind](chunk.ref, None, group)))
     return out
 
 

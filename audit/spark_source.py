@@ -46,6 +46,8 @@ import json
 import os
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from audit.log_rows import (
     CHUNK_RECORDS, Const, Masked, ReadStats, RowError, SegmentRef, chunk_columns, column_values, discover_segments, gc_paused,
     iter_segment_chunks,
@@ -68,34 +70,51 @@ FORMAT = "kcontroller"
 # Arrow batches of one segment (no Spark needed)
 # ---------------------------------------------------------------------------------------------
 
-def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None) -> Iterator:
+def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None,
+                  vectorised: bool = True) -> Iterator:
     """The segment's rows as ``pyarrow.RecordBatch`` objects in ``arrow_schema()``.
 
     Up to ``chunk_records`` records are decoded at a time; their rows become one batch per
     record kind present (rows of one kind in log order; order across batches is not log
     order: sort by ``seq`` where it matters). ``stats`` (optional) is filled in as the
-    in-process reader does (torn tails included).
+    in-process reader does (torn tails included). ``vectorised=False`` decodes row batches into
+    record tuples (:mod:`audit.row_columns` is the default, with that path as its fallback).
     """
     import pyarrow as pa
     schema = arrow_schema()
     types = [f.type for f in schema]
-    chunks = iter_segment_chunks(ref, chunk_records, stats)
+    chunks = iter_segment_chunks(ref, chunk_records, stats, vectorised)
     while True:
         with gc_paused():  # the chunk's records are built into batches and freed before the collector returns
             chunk = next(chunks, None)
             if chunk is None:
                 return
             batches = []
-            for n, columns in chunk_columns(chunk):
+            parts = chunk_columns(chunk)
+            for n, columns in parts:
                 try:
                     arrays = [_arrow_column(c, n, t, pa) for c, t in zip(columns, types)]
                 except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-                    raise _misfit(ref, columns, schema, exc, pa) from exc
+                    raise _first_misfit(ref, parts, schema, exc, pa) from exc
                 batches.append(pa.RecordBatch.from_arrays(arrays, schema=schema))
                 del arrays, columns
-            del chunk
+            del chunk, parts
         yield from batches
         del batches
+
+
+def _first_misfit(ref: SegmentRef, parts: list, schema, exc: Exception, pa) -> RowError:
+    """The error for the chunk's first record, in log order, with a value that does not fit its Arrow column
+    (the chunk's parts are per kind: the first part to fail need not hold the first such record)."""
+    errors = []
+    for n, columns in parts:
+        try:
+            [_arrow_column(c, n, f.type, pa) for c, f in zip(columns, schema)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as part_exc:
+            errors.append(_misfit(ref, columns, schema, part_exc, pa))
+    if not errors:
+        return RowError(ref.file, 0, None, f"the records do not fit the audit row schema: {exc}")
+    return min(errors, key=lambda e: (e.offset is None, e.offset or 0, e.position))
 
 
 def _misfit(ref: SegmentRef, columns: list, schema, exc: Exception, pa) -> RowError:
@@ -106,6 +125,8 @@ def _misfit(ref: SegmentRef, columns: list, schema, exc: Exception, pa) -> RowEr
         if type(column) is Const:
             continue
         for i, value in enumerate(column_values(column)):
+            if type(value) is tuple:
+                value = list(value)    # as the decoders give int lists (tuples from records, lists from columns)
             try:
                 pa.array([value], type=f.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as row_exc:
@@ -128,10 +149,15 @@ def _arrow_column(column, n: int, type_, pa, mask=None):
     if kind is DictColumn:
         return pa.array(column.dictionary, type_).take(pa.array(column.codes, pa.int32(), mask=mask))
     if kind is ListColumn:
-        values = pa.array(column.values, type_.value_type)
-        offsets = pa.array(column.offsets, pa.int32())
-        return pa.ListArray.from_arrays(offsets, values, type=type_,
-                                        mask=None if mask is None else pa.array(mask, pa.bool_()))
+        values, offsets = column.values, column.offsets
+        if mask is not None and mask.any():   # the values of lists that are None are not the rows' values
+            lengths = np.diff(offsets)
+            values = values[np.repeat(~mask, lengths)]
+            offsets = np.concatenate(([0], np.cumsum(np.where(mask, 0, lengths)))).astype(np.int32)
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, type_.value_type),
+                                        type=type_, mask=None if mask is None else pa.array(mask, pa.bool_()))
+    if mask is not None and isinstance(column, np.ndarray) and mask.any():
+        column = np.where(mask, 0, column)    # (nor are the values that are None)
     return pa.array(column, type=type_, mask=mask)
 
 
