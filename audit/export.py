@@ -24,7 +24,8 @@ before anything is audited; a file that is not Parquet, or lacks a column, or ho
 type, is an input error naming the file (:class:`ParquetInputError`).
 
 An export refuses (:class:`ExportError`, naming the path) a path that is not an event log or a
-directory of them, and an output directory that exists and is not empty. A log that cannot be read
+directory of them, and an output directory that exists and is not empty (with ``overwrite``, an
+earlier export there is replaced; any other directory is still refused). A log that cannot be read
 (a damaged segment) is not exported: its partial directory is removed and the error names its
 segment and byte; the other logs are exported, and the manifest lists only the runs written.
 """
@@ -116,12 +117,18 @@ def _event_logs(paths: Iterable[str]) -> tuple[list[tuple[str, list[SegmentRef]]
     return unique, errors
 
 
-def _check_out(out: str) -> None:
+def _check_out(out: str, overwrite: bool) -> None:
     if os.path.exists(out):
         if not os.path.isdir(out):
             raise ExportError(out, "the output exists and is not a directory")
         if os.listdir(out):
-            raise ExportError(out, "the output directory exists and is not empty (an export never overwrites)")
+            if overwrite and os.path.isfile(os.path.join(out, MANIFEST)):
+                shutil.rmtree(out)
+            elif overwrite:
+                raise ExportError(out, "the output directory is not empty and not an export: not overwritten")
+            else:
+                raise ExportError(out, "the output directory exists and is not empty (--overwrite replaces an "
+                                       "earlier export)")
 
 
 def _names(logs: list[str]) -> list[str]:
@@ -149,11 +156,12 @@ def _sorted_segment_table(ref: SegmentRef, stats: ReadStats):
     return table.take(table["seq"].combine_chunks().to_numpy().argsort(kind="stable"))
 
 
-def export_parquet(paths: Iterable[str], out: str, *, compression: str = "zstd") -> ExportResult:
+def export_parquet(paths: Iterable[str], out: str, *, compression: str = "zstd", overwrite: bool = False) -> ExportResult:
     """Write the audit rows of every event log named by ``paths`` (log directories, directories of logs,
     globs) under ``out`` (see the module docstring). Raises :class:`ExportError` when no log can be
     exported because of the output or the inputs (nothing is written then); a log that fails while being
-    read is reported in the result's ``errors`` and left out."""
+    read is reported in the result's ``errors`` and left out. ``overwrite`` replaces an earlier export at
+    ``out`` (a directory with the manifest), never another directory."""
     import pyarrow.parquet as pq
 
     paths = [os.fspath(p) for p in paths]
@@ -165,7 +173,7 @@ def export_parquet(paths: Iterable[str], out: str, *, compression: str = "zstd")
             + "; ".join(str(e) for e in errors[1:4]) + ")")
     if not logs:
         raise ExportError(", ".join(paths) or "(no path)", "no event log to export")
-    _check_out(out)
+    _check_out(out, overwrite)
     os.makedirs(out, exist_ok=True)
     schema = arrow_schema()
     runs: list[ExportedRun] = []

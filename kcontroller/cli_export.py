@@ -21,6 +21,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="an event-log directory, a directory of them (a sweep's output), or a glob of these")
     p.add_argument("--parquet", required=True, metavar="OUT",
                    help="the output directory (created; if it exists it must be empty)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier export at OUT (never a directory that is not one)")
     p.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "none"),
                    help="Parquet compression (default: %(default)s)")
     return p
@@ -29,7 +31,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def cmd_export(args: argparse.Namespace) -> int:
     from audit.export import ExportError, export_parquet
     try:
-        result = export_parquet(args.paths, args.parquet, compression=args.compression)
+        result = export_parquet(args.paths, args.parquet, compression=args.compression, overwrite=args.overwrite)
     except ExportError as exc:
         print(f"kcontroller export: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -111,6 +111,13 @@ def test_export_errors_name_the_path_and_exit_2(logs, tmp_path, capsys):
     (full / "x").write_text("")
     assert main(["export", logs[0], "--parquet", str(full)]) == 2
     assert f"{full}: the output directory exists and is not empty" in capsys.readouterr().err
+    assert main(["export", logs[0], "--parquet", str(full), "--overwrite"]) == 2
+    assert "is not empty and not an export: not overwritten" in capsys.readouterr().err
+    assert (full / "x").exists()
+    done = tmp_path / "done"
+    assert main(["export", logs[0], "--parquet", str(done)]) == 0
+    assert main(["export", logs[1], "--parquet", str(done), "--overwrite"]) == 0
+    assert sorted(p.name for p in done.iterdir()) == [MANIFEST, "run=clean"]
     with pytest.raises(ExportError):
         export_parquet([], str(tmp_path / "none"))
 
