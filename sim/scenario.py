@@ -29,12 +29,20 @@ Top level
     description: ...              # optional text (the story)
     seed: 7                       # optional, integer >= 0, default 0: the run is a function of it
     duration: 3m                  # required, > 0: the simulated time the run lasts
+    start_time: 2024-03-01T09:00:00Z  # optional: the date and time of time 0 (default 2024-01-01T00:00:00Z)
     cluster: {...}                # required
     network: {...}                # optional
     quorum: {...}                 # optional: a KRaft metadata quorum beside the cluster
     topics: [...]                 # optional: the topics that exist at time 0
     workload: {...}               # optional
     steps: [...]                  # optional
+
+``start_time`` is an ISO 8601 date and time (``2024-03-01T09:00:00Z``, ``2024-03-01T10:00:00+01:00``,
+``2024-03-01``; without a zone, UTC), quoted or not. It only places the run on the calendar when it is
+shown (``kcontroller log``'s ``[2024-03-01 09:00:28,000]``, ``describe --json``'s ``time``): records keep
+their milliseconds since time 0, so it changes no record and no digest of the run. The default is a fixed
+date, never the wall clock (:data:`statemachines.kafka_log_format.DEFAULT_START_TIME`). In the data class
+it is ``start_time_ms``, milliseconds since 1970-01-01T00:00:00Z.
 
 Unknown keys, and a key given twice in one mapping, are errors everywhere (YAML merge keys
 ``<<`` are not supported; anchors and aliases are).
@@ -290,6 +298,7 @@ from controller.config import DEFAULTS, ConfigError, KafkaConfig, check_config_n
 from controller.store.kafka_zk_client import InvalidTopicError, validate_topic_name
 from controller.store.zookeeper import negotiated_session_timeout
 from sim.producer_config import PRODUCER_CONFIGS, ProducerConfigError, producer_configs
+from statemachines.kafka_log_format import DEFAULT_START_MS, StartTimeError, format_start_time, parse_start_time
 
 __all__ = [
     "ACTIONS", "QUORUM_VERSIONS", "ClusterSpec", "NetworkSpec", "ProducerSpec", "QuorumSpec", "Scenario",
@@ -389,6 +398,7 @@ class Scenario:
     network: NetworkSpec
     steps: tuple[Step, ...]
     quorum: QuorumSpec | None = None
+    start_time_ms: int = DEFAULT_START_MS   # ms since 1970 of the run's time 0: only how times are shown
     source: str = field(default="<string>", compare=False)
     text: str = field(default="", compare=False, repr=False)   # the YAML it was parsed from
 
@@ -459,8 +469,9 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "expect": ("partition", "leader", "isr", "replicas", "topic", "exists", "controller"),
 }
 
-_TOP_KEYS = ("name", "description", "seed", "duration", "cluster", "network", "quorum", "topics", "workload",
-             "steps")
+_TOP_KEYS = ("name", "description", "seed", "duration", "start_time", "cluster", "network", "quorum", "topics",
+             "workload", "steps")
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
 _NODES = ("zk", "clients")
 _STR, _INT, _FLOAT, _BOOL, _NULL = (f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null"))
 _MERGE = "tag:yaml.org,2002:merge"
@@ -853,6 +864,7 @@ class _ScenarioParser(_Parser):
         if duration <= 0:
             self.fail(f["duration"], "duration: expected a time > 0")
         self.duration = duration
+        start_ms = self.start_time(f["start_time"]) if "start_time" in f else DEFAULT_START_MS
         cluster = self.cluster(f["cluster"])
         self.world = _World(cluster)
         network = self.network(f["network"]) if "network" in f else NetworkSpec()
@@ -861,7 +873,15 @@ class _ScenarioParser(_Parser):
         steps = self.steps(f["steps"]) if "steps" in f else ()
         workload = self.workload(f["workload"]) if "workload" in f else None
         return Scenario(name, description, seed, duration, cluster, topics, workload, network, steps,
-                        quorum=self.quorum_spec, source=self.source)
+                        quorum=self.quorum_spec, start_time_ms=start_ms, source=self.source)
+
+    def start_time(self, node: yaml.Node) -> int:
+        expected = "an ISO 8601 date and time such as 2024-03-01T09:00:00Z"
+        node = self.scalar(node, "start_time", expected, (_STR, _TIMESTAMP))
+        try:
+            return parse_start_time(node.value)
+        except StartTimeError as e:
+            self.fail(node, f"start_time: {e}")
 
     def cluster(self, node: yaml.Node) -> ClusterSpec:
         f = self.fields(node, "cluster", ("brokers", "down", "racks", "configs"), ("brokers",))
@@ -1498,6 +1518,8 @@ def dump_scenario(scenario: Scenario) -> str:
         doc["description"] = scenario.description
     doc["seed"] = scenario.seed
     doc["duration"] = format_time(scenario.duration_ms)
+    if scenario.start_time_ms != DEFAULT_START_MS:
+        doc["start_time"] = format_start_time(scenario.start_time_ms)
     cluster: dict = {"brokers": list(scenario.cluster.brokers)}
     if scenario.cluster.down:
         cluster["down"] = list(scenario.cluster.down)

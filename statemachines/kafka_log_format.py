@@ -5,14 +5,24 @@ would print for it, with Kafka's layout ``[%d] %p %m (%c)%n`` and the
 ``[Controller id=N epoch=E]`` prefix. Input records and controller elections belong to
 controller.log, not state-change.log, so they print nothing here. TRACE lines (per replica,
 per request partition) are dropped when ``min_level`` is INFO, as on Kafka 2.6+ defaults.
+
+Simulated time has a date: records carry milliseconds since their run's start, and a run's *start
+time* (ISO 8601, UTC) places them on the calendar when they are shown. The start time is a
+presentation offset, never part of a record's time: a scenario gives it as ``start_time`` (journaled
+with the scenario's text in ``SimulationStarted``), a cluster as the config ``kcontroller.start.time``
+of its ``ClusterCreated`` record; :func:`log_start_ms` finds it in a log's first record, and a log
+that gives none starts at :data:`DEFAULT_START_TIME` (a fixed date, so the same log always prints
+the same lines).
 """
 from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Iterable, Iterator
 
+import yaml
+
 from events.records import (
-    API_LEADER_AND_ISR, API_STOP_REPLICA, API_UPDATE_METADATA, ENTITY_REPLICA, UPDATE_OFFLINE_REPLICA,
+    API_LEADER_AND_ISR, ClusterCreated, SimulationStarted, API_STOP_REPLICA, API_UPDATE_METADATA, ENTITY_REPLICA, UPDATE_OFFLINE_REPLICA,
     LeaderAndIsrPartition, LeaderAndIsrUpdated, PartitionTransition, ReplicaTransition, RequestSent,
     StopReplicaPartition, TransitionFailed,
 )
@@ -37,25 +47,105 @@ def _java_list(xs: Iterable[int]) -> str:
     return "[" + ", ".join(map(str, xs)) + "]"
 
 
+START_TIME_CONFIG = "kcontroller.start.time"   # the ClusterCreated config holding a cluster's start time
+DEFAULT_START_TIME = "2024-01-01T00:00:00Z"
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_MAX_START = _dt.datetime(9000, 1, 1, tzinfo=_dt.timezone.utc)   # leaves room for any run's length
+
+
+class StartTimeError(ValueError):
+    """A start time that is not an ISO 8601 date and time (message: what was expected)."""
+
+
+def parse_start_time(text: str) -> int:
+    """Milliseconds since 1970-01-01T00:00:00Z of an ISO 8601 date and time: ``2024-03-01T09:00:00Z``,
+    ``2024-03-01T10:00:00+01:00``, ``2024-03-01 09:00:00.250``, ``2024-03-01`` (no zone: UTC). Raises
+    StartTimeError."""
+    if not isinstance(text, str):
+        raise StartTimeError(f"expected an ISO 8601 date and time such as 2024-03-01T09:00:00Z, got {text!r}")
+    try:
+        t = _dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise StartTimeError(f"expected an ISO 8601 date and time such as 2024-03-01T09:00:00Z, "
+                             f"got {text!r}") from None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    if not _EPOCH <= t < _MAX_START:
+        raise StartTimeError(f"expected a start time from 1970-01-01T00:00:00Z to before 9000-01-01, got {text!r}")
+    if t.microsecond % 1000:
+        raise StartTimeError(f"expected a start time in whole milliseconds, got {text!r}")
+    delta = t - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+
+
+def format_start_time(ms: int) -> str:
+    """The ISO 8601 text (UTC, ``Z``) of a start time in ms: ``2024-03-01T09:00:00Z`` (``.250Z`` with ms)."""
+    t = _EPOCH + _dt.timedelta(milliseconds=ms)
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{ms % 1000:03d}" if ms % 1000 else "") + "Z"
+
+
+DEFAULT_START_MS = parse_start_time(DEFAULT_START_TIME)
+
+
+def wall_time(ms: int, start_ms: int = 0) -> str:
+    """``yyyy-MM-dd HH:mm:ss,SSS`` (log4j's default date layout, UTC) of simulated time ``ms`` of a run that
+    started at ``start_ms`` (ms since 1970)."""
+    return _timestamp(start_ms + ms)
+
+
+def scenario_start_time(text: str) -> str | None:
+    """The top-level ``start_time`` of a scenario's YAML text as written, or None when it has none (the text
+    was checked when it was journaled; here only that key is read)."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and key.value == "start_time" and isinstance(value, yaml.ScalarNode):
+            return value.value
+    return None
+
+
+def log_start_ms(first: tuple | None) -> int:
+    """The start time (ms since 1970) of the log whose first record is ``first``: a simulation's scenario
+    ``start_time``, a cluster's ``kcontroller.start.time`` config, else :data:`DEFAULT_START_TIME`. A value
+    that does not parse (a forged log) falls back to the default too: it only decides how times are shown."""
+    text = None
+    if type(first) is SimulationStarted:
+        text = scenario_start_time(first.text)
+    elif type(first) is ClusterCreated:
+        text = dict(first.configs).get(START_TIME_CONFIG)
+    if text is None:
+        return DEFAULT_START_MS
+    try:
+        return parse_start_time(text)
+    except StartTimeError:
+        return DEFAULT_START_MS
+
+
 def _timestamp(ms: int) -> str:
-    t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+    t = _EPOCH + _dt.timedelta(milliseconds=ms)
     return t.strftime("%Y-%m-%d %H:%M:%S") + f",{ms % 1000:03d}"
 
 
 class KafkaLogFormatter:
     """Turns a stream of records into state-change.log lines.
 
-    ``layout="log4j"`` prints full log4j lines; ``layout="message"`` prints only the
+    ``layout="log4j"`` prints full log4j lines, each stamped with the record's time plus ``start_ms`` (the
+    run's start time, ms since 1970: :func:`log_start_ms`); ``layout="message"`` prints only the
     ``[Controller id=N epoch=E] message`` part.
     """
 
-    def __init__(self, *, min_level: str = "TRACE", layout: str = "log4j"):
+    def __init__(self, *, min_level: str = "TRACE", layout: str = "log4j", start_ms: int = 0):
         if min_level not in LEVELS:
             raise ValueError(f"unknown level {min_level!r}; choose one of {', '.join(LEVELS)}")
         if layout not in ("log4j", "message"):
             raise ValueError(f"unknown layout {layout!r}; choose log4j or message")
         self.min_level = LEVELS[min_level]
         self.layout = layout
+        self.start_ms = start_ms
         self._pending_update_metadata: list[RequestSent] = []
 
     def format(self, records: Iterable[tuple]) -> Iterator[str]:
@@ -161,12 +251,13 @@ class KafkaLogFormatter:
         if self.layout == "message":
             out.append(prefix + message)
         else:
-            out.append(f"[{_timestamp(rec.timestamp_ms)}] {level} {prefix}{message} (state.change.logger)")
+            out.append(f"[{_timestamp(self.start_ms + rec.timestamp_ms)}] {level} {prefix}{message} (state.change.logger)")
         return True
 
 
-def format_records(records: Iterable[tuple], *, min_level: str = "TRACE", layout: str = "log4j") -> Iterator[str]:
+def format_records(records: Iterable[tuple], *, min_level: str = "TRACE", layout: str = "log4j",
+                   start_ms: int = 0) -> Iterator[str]:
     """State-change.log lines for ``records`` (see KafkaLogFormatter)."""
-    return KafkaLogFormatter(min_level=min_level, layout=layout).format(records)
+    return KafkaLogFormatter(min_level=min_level, layout=layout, start_ms=start_ms).format(records)
 
 

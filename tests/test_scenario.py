@@ -120,7 +120,7 @@ MALFORMED = [
     # top level
     ("name: t\ncluster: {brokers: [1]}\n", "1: scenario: missing 'duration'"),
     (BASE + "stepz: []\n", "9: scenario: unknown key 'stepz'; did you mean 'steps'? expected one of: name, "
-                           "description, seed, duration, cluster, network, quorum, topics, workload, steps"),
+                           "description, seed, duration, start_time, cluster, network, quorum, topics, workload, steps"),
     (BASE.replace("name: t", "name: ''"), "1: name: expected a non-empty name, got an empty string"),
     (BASE + "seed: -1\n", "9: seed: expected an integer >= 0, got -1"),
     (BASE + "seed: 0x10\n", "9: seed: expected an integer >= 0 written in decimal, got 0x10"),

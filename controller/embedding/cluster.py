@@ -50,6 +50,7 @@ from events.records import (
     TopicCreated, TopicDeletionRequested, ViewSnapshot,
 )
 from statemachines.cluster_view import ClusterView, snapshot_record_body
+from statemachines.kafka_log_format import START_TIME_CONFIG, format_start_time, parse_start_time
 from statemachines.leader_and_isr import LeaderAndIsr
 
 _log = structlog.get_logger("kcontroller.cluster")
@@ -362,11 +363,17 @@ class Cluster:
 
     ``configs`` are broker configs by Kafka name; ``sink`` receives every record (a
     ``LogWriter.append``; without it the records are kept in ``cluster.journal.records``).
+    ``start_time`` (ISO 8601) is the date of simulated time 0, recorded as the config
+    ``kcontroller.start.time``: it only places the log's times on the calendar when they are shown
+    (``statemachines.kafka_log_format.log_start_ms``); ``start_time_ms`` is where the clock starts.
     """
 
     def __init__(self, *, configs: Mapping[str, object] | None = None, seed: int = 0,
-                 sink: Callable[[tuple], object] | None = None, start_time_ms: int = 0, record_creation: bool = True):
+                 sink: Callable[[tuple], object] | None = None, start_time_ms: int = 0, record_creation: bool = True,
+                 start_time: str | None = None):
         overrides = {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in (configs or {}).items()}
+        if start_time is not None:   # StartTimeError (a ValueError) for one that is not ISO 8601
+            overrides[START_TIME_CONFIG] = format_start_time(parse_start_time(start_time))
         self.config = KafkaConfig(overrides)
         self.seed = seed
         self.now = start_time_ms
