@@ -14,11 +14,13 @@ it with numpy instead, over the payload's bytes:
    field of a type its schema accepts (the table of :mod:`events.codec`), the fields filling each record
    exactly, strings valid UTF-8.
 
-It is a fast path only: anything it does not handle — a columnar batch element, a float, bytes, a map, a
-nested array or an array holding something other than ints, an integer beyond int64, a boolean or nil
-where an audit row column wants an int, a TransitionFailed of an unknown entity — and anything that
-fails a check gives ``None``, and the caller decodes the batch the existing way, which accepts the same
-batches and raises the precise error for a bad one. So both paths give the same rows and the same
+It is a fast path only. A batch holding a record it does not handle — a columnar batch element, a
+float, bytes, a map, a nested array or an array holding something other than ints, a record of a kind
+the caller names as slow — is left to the existing way of decoding (the indices of such batches are
+returned, and the caller decodes the others here); anything else it does not handle (an integer beyond
+int64, a boolean or nil where an audit row column wants an int) and anything that fails a check gives
+``None``, and the caller decodes all the batches the existing way, which accepts the same batches and
+raises the precise error for a bad one. So both paths give the same rows and the same
 errors (``tests/test_row_columns.py`` holds them to each other).
 
 The result, per record kind present, is a :class:`RowGroup`: the records' header fields as arrays and
@@ -245,8 +247,9 @@ def _decode(batches, wanted, slow_kinds) -> tuple[dict, dict] | list[int] | None
     n = len(starts)
 
     b = buf[starts]
-    if (_CAT[b] != _ARRAY).any():
-        return None
+    batch_of = np.repeat(np.arange(len(starts_l)), [len(x) for x in starts_l])
+    if (_CAT[b] != _ARRAY).any():   # a columnar batch element (an ext), or not a record: those batches aside
+        return np.unique(batch_of[_CAT[b] != _ARRAY]).tolist()
     nfields = _lengths(buf, starts, b, 0x0f)
     p = starts + _HEAD[b]
     # kind and version: positive fixints
@@ -259,7 +262,6 @@ def _decode(batches, wanted, slow_kinds) -> tuple[dict, dict] | list[int] | None
         return None
     p = p + 2
     kinds_present = np.unique(kind)
-    batch_of = np.repeat(np.arange(len(starts_l)), [len(x) for x in starts_l])
     slow = [k for k in kinds_present.tolist() if k in slow_kinds]
     if slow:
         return np.unique(batch_of[np.isin(kind, slow)]).tolist()
