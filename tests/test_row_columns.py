@@ -67,7 +67,7 @@ def test_logs_of_our_engine_read_the_same(tmp_path, chunk):
 INT_EDGES = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**32, 2**63 - 1,
              -1, -32, -33, -128, -129, -32768, -32769, -2**31, -2**31 - 1, -2**63]
 ints = st.one_of(st.sampled_from(INT_EDGES), st.integers(-2**63, 2**63 - 1), st.integers(-40, 300))
-small = st.one_of(st.integers(-1, 6), ints)
+small = st.one_of(st.integers(-1, 6), ints, st.booleans())
 text = st.one_of(st.sampled_from(["t", "topic-ä", "", "x" * 40, "y" * 300]), st.text(max_size=12))
 int_lists = st.lists(st.one_of(st.integers(-1, 9), ints), max_size=5).map(tuple)
 
