@@ -11,15 +11,16 @@ import sys
 
 from controller.embedding.cluster import ClusterError
 from controller.embedding.demo import DemoSpec, run_demo
-from controller.embedding.replay import replay_log
 from events.log import LogError, LogReader
 from kcontroller import cli_audit, cli_cluster, cli_export, cli_quorum, cli_simulate, cli_sweep, cli_whatif
+from kcontroller import completion, progress
 from kcontroller.files import new_event_log
-from kcontroller.logging_setup import LEVELS, configure_logging
+from kcontroller.logging_setup import LEVELS, RecordClock, configure_logging, use_clock
 from statemachines.cluster_view import ClusterView, DescribeOptions, fold_log
 from statemachines.errors import RecordValueError
+from statemachines.kafka_log_format import DEFAULT_START_TIME, START_TIME_CONFIG, KafkaLogFormatter, StartTimeError
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
-from statemachines.kafka_log_format import KafkaLogFormatter, format_records
+from statemachines.kafka_log_format import format_start_time, log_start_ms, parse_start_time, wall_time
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -49,8 +50,9 @@ def _add_format_options(p: argparse.ArgumentParser, default_level: str = "TRACE"
                    help="lowest state.change.logger level to print: TRACE as Kafka <= 2.5 wrote, INFO as 2.6+ "
                         f"writes by default (default: {default_level})")
     p.add_argument("--layout", choices=["log4j", "message"], default="log4j",
-                   help="log4j: full '[time] LEVEL [Controller id=N epoch=E] ... (state.change.logger)' lines; "
-                        "message: only the '[Controller id=N epoch=E] ...' part")
+                   help="log4j: full '[time] LEVEL [Controller id=N epoch=E] ... (state.change.logger)' lines, "
+                        "the time on the log's calendar (its start time plus the record's ms); message: only the "
+                        "'[Controller id=N epoch=E] ...' part")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     # Removed: the demo's story is the same with it (see cmd_demo); kept hidden to say so to those who used it.
     demo.add_argument("--unclean-leader-election-enable", action="store_true", help=argparse.SUPPRESS)
     demo.add_argument("--seed", type=int, default=42, help="seed of the replica placement (default: 42)")
+    demo.add_argument("--start-time", metavar="ISO8601",
+                      help="the date and time of simulated time 0, e.g. 2024-03-01T09:00:00Z (default: "
+                           f"{DEFAULT_START_TIME})")
     _add_format_options(demo, default_level="INFO")
 
     log = sub.add_parser("log", help="print an event log as Kafka state-change.log lines")
@@ -80,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     log.add_argument("--from", dest="start_offset", type=int, default=0, metavar="OFFSET",
                      help="start at this record offset")
     _add_format_options(log)
+    log.add_argument("--json", action="store_true",
+                     help="JSON Lines instead: one object per line with time, time_ms, level, controller_id, "
+                          "controller_epoch, offset, message (and exception)")
+    progress.add_option(log)
 
     replay = sub.add_parser("replay", help="re-run a log's inputs on a fresh engine and check it writes the same "
                                            "records, byte for byte, and reaches the same state; exit 1 on any "
@@ -87,6 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("log_dir", metavar="LOG_DIR", help="an event log directory")
     replay.add_argument("--from-snapshot", action="store_true",
                         help="start from the log's latest ClusterSnapshot and replay only the tail after it")
+    replay.add_argument("--json", action="store_true", help="print the result as JSON")
+    progress.add_option(replay)
 
     describe = sub.add_parser("describe", help="the cluster as the log says it was, in the layout of "
                                                "kafka-topics.sh --describe (or JSON); with --quorum, a simulated "
@@ -101,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     at.add_argument("--offset", type=int, metavar="OFFSET", help="the cluster after the record at this offset")
     at.add_argument("--at", type=int, metavar="OFFSET", dest="at_offset_deprecated",
                     help="deprecated name of --offset (in every other command --at is a time in ms)")
-    describe.add_argument("--json", action="store_true", help="print JSON instead of text (no filters)")
+    describe.add_argument("--json", action="store_true",
+                          help="print JSON instead of text: the cluster, with time_ms and time (no filters); "
+                               "with --quorum, the DescribeQuorum answer")
     describe.add_argument("--topic", metavar="TOPIC",
                           help="only the topics this regular expression matches, whole name (commas separate "
                                "alternatives), as kafka-topics.sh --topic")
@@ -123,13 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     cli_audit.add_parser(sub)
     cli_export.add_parser(sub)
     cli_sweep.add_parser(sub)
+    completion.add_parser(sub)
     return parser
 
 
-def _print_log(log_dir: str, start_offset: int, level: str, layout: str) -> int:
+def _print_log(log_dir: str, start_offset: int, level: str, layout: str, mode: str | None = None) -> int:
     reader = LogReader(log_dir)
+    start_ms = log_start_ms(next(iter(reader.records()), None))
+    total = max(0, reader.end_offset - start_offset) if progress.shown(mode) else None
+    formatter = KafkaLogFormatter(min_level=level, layout=layout, start_ms=start_ms)
     out = sys.stdout
-    for line in format_records(reader.records(start_offset), min_level=level, layout=layout):
+    for line in formatter.format(progress.records(reader.records(start_offset), mode, total)):
         out.write(line + "\n")
     tail = reader.torn_tail
     if tail is not None:
@@ -148,13 +165,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     cli_cluster.check_range(args.partitions, "--partitions", 1, cli_cluster.MAX_PARTITIONS)
     cli_cluster.check_range(args.victim, "--victim", 0, cli_cluster.MAX_BROKER_ID)
     cli_cluster.check_range(args.seed, "--seed", 0, cli_cluster.MAX_SEED)
-    configs = {"unclean.leader.election.enable": "true"} if args.unclean_leader_election_enable else {}
+    configs = {}
+    if args.start_time is not None:
+        configs[START_TIME_CONFIG] = format_start_time(_start_time(args.start_time))
     spec = DemoSpec(brokers=args.brokers, rf1_partitions=args.partitions, rf3_partitions=args.partitions,
                     victim=args.victim, seed=args.seed, configs=configs)
+    clock = RecordClock()
+    start_ms = _start_time(args.start_time or DEFAULT_START_TIME)
+    use_clock(clock, start_ms)
     with new_event_log(args.log_dir, overwrite=args.overwrite) as writer:
-        cluster, phases = run_demo(spec, writer.append)
+        cluster, phases = run_demo(spec, clock.sink(writer))
+    use_clock(None)
     # Read the log back: everything printed below comes from the records.
-    formatter = KafkaLogFormatter(min_level=args.level, layout=args.layout)
+    formatter = KafkaLogFormatter(min_level=args.level, layout=args.layout, start_ms=start_ms)
     view = ClusterView()
     records = LogReader(args.log_dir).records()
     out = sys.stdout
@@ -176,33 +199,61 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _start_time(text: str) -> int:
+    try:
+        return parse_start_time(text)
+    except StartTimeError as e:
+        raise ClusterError(f"--start-time: {e}") from None
+
+
 def cmd_log(args: argparse.Namespace) -> int:
-    return _print_log(args.log_dir, args.start_offset, args.level, args.layout)
+    layout = "json" if args.json else args.layout
+    return _print_log(args.log_dir, args.start_offset, args.level, layout, args.progress)
+
+
+def _replay_input(args: argparse.Namespace, items):
+    """The records (or batches) a replay reads, counted on a progress bar (the log's end offset is the total)."""
+    total = LogReader(args.log_dir).end_offset if progress.shown(args.progress) else None
+    return progress.records(items, args.progress, total, desc="replayed")
+
+
+def _replay_report(args: argparse.Namespace, doc: dict, text: str, ok: bool) -> int:
+    if args.json:
+        json.dump({"log_dir": args.log_dir, "ok": ok, **doc}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(text)
+    return EXIT_OK if ok else 1
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from controller.embedding.replay import latest_cluster_snapshot, replay_records
     from sim.sim_replay import is_simulation_log, replay_simulation
     first = next(iter(LogReader(args.log_dir).records()), None)
+    use_clock(None)
     if is_simulation_log(first):
         if args.from_snapshot:
             print("kcontroller: error: a simulation log replays from its start (--from-snapshot is for cluster logs)",
                   file=sys.stderr)
             return EXIT_ERROR
-        result = replay_simulation(LogReader(args.log_dir).records())
+        result = replay_simulation(_replay_input(args, LogReader(args.log_dir).records()))
+        doc = {"kind": "simulation", "scenario": first.scenario, "seed": first.seed, "records": result.records,
+               "divergence": None if result.ok else str(result.divergence)}
         if result.ok:
-            print(f"replay of {args.log_dir}: simulation {first.scenario!r} (seed {first.seed}) run again: "
-                  f"{result.records} records identical")
-            return EXIT_OK
-        print(f"replay of {args.log_dir} diverged after {result.records} identical records at {result.divergence}")
-        return 1
-    result = replay_log(args.log_dir, from_snapshot=args.from_snapshot)
+            return _replay_report(args, doc, f"replay of {args.log_dir}: simulation {first.scenario!r} (seed "
+                                             f"{first.seed}) run again: {result.records} records identical", True)
+        return _replay_report(args, doc, f"replay of {args.log_dir} diverged after {result.records} identical "
+                                         f"records at {result.divergence}", False)
+    start = latest_cluster_snapshot(args.log_dir) if args.from_snapshot else None
+    result = replay_records(_replay_input(args, LogReader(args.log_dir).column_batches(start or 0)))
+    doc = {"kind": "cluster", "records": result.records, "inputs": result.inputs,
+           "digest": result.digest if result.ok else None, "divergence": None if result.ok else str(result.divergence)}
     if result.ok:
-        print(f"replay of {args.log_dir}: {result.records} records identical ({result.inputs} inputs re-applied); "
-              f"final state digest {result.digest}")
-        return EXIT_OK
-    print(f"replay of {args.log_dir} diverged after {result.records} identical records at "
-          f"{result.divergence}")
-    return 1
+        return _replay_report(args, doc, f"replay of {args.log_dir}: {result.records} records identical "
+                                         f"({result.inputs} inputs re-applied); final state digest {result.digest}",
+                              True)
+    return _replay_report(args, doc, f"replay of {args.log_dir} diverged after {result.records} identical records "
+                                     f"at {result.divergence}", False)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -227,7 +278,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
     view = fold_log(args.log_dir, at_offset=offset, at_time=args.time,
                     broker_configs=options.under_min_isr or options.at_min_isr)
     if args.json:
-        json.dump(view.to_json_dict(), sys.stdout, indent=2)
+        start_ms = log_start_ms(next(iter(LogReader(args.log_dir).records()), None))
+        time_ms = args.time if args.time is not None else (view.timestamp_ms or 0)
+        doc = {"time_ms": time_ms, "time": format_start_time(start_ms + time_ms), "offset": view.offset,
+               **view.to_json_dict()}
+        json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return EXIT_OK
     try:
@@ -262,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
                     "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
                     "audit": cli_audit.cmd_audit, "export": cli_export.cmd_export,
-                    "sweep": cli_sweep.cmd_sweep,
+                    "sweep": cli_sweep.cmd_sweep, "completion": completion.cmd_completion,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
     except RecordValueError as exc:   # a record of the log read: name the log too

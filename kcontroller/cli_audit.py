@@ -8,6 +8,7 @@ writes the whole report as JSON, ``--html FILE.html`` as one self-contained page
 Exit status: 0 clean, 1 a violation or finding of the ``--fail-on`` severity or a more severe one (by
 default an error: every violation but a controller-epoch reset, which is a warning), 2 an input could not
 be read (or the audit could not run). Findings of one cause are printed as one event with its partitions.
+On a terminal a progress bar shows the bytes of the inputs read so far (:mod:`kcontroller.progress`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import sys
 
 from audit.checks import SEVERITIES, format_violation
 from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, AuditResult, run_audit
+from kcontroller import progress
 from kcontroller.files import write_text_atomically
 
 EXIT_ERROR = 2
@@ -56,6 +58,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--merge", action="store_true",
                    help="read every Kafka log file given as one history merged by timestamp (the logs of several "
                         "brokers of one cluster); a rotated set is always read as one history, oldest first")
+    progress.add_option(p)
     return p
 
 
@@ -118,6 +121,26 @@ def _print_events(out, total: int, listed: list) -> None:
         out.write(f"  ... more (see --report / --html)\n")
 
 
+def _reading(args: argparse.Namespace) -> progress.Poller:
+    """The audit's bar: bytes this process has read since the start, out of the inputs' size (run_audit has no
+    progress callback; the I/O counter of /proc/self/io stands in for one). Where there is no such counter, or
+    on Spark (the executors read), it counts the seconds instead."""
+    if not progress.shown(args.progress):
+        return progress.Poller("never", lambda: 0, total=None, unit="B", desc="audit")
+    try:
+        base = progress.bytes_read()
+    except OSError:
+        base = None
+    if base is None or args.engine == "spark" or args.master:
+        import time
+        started = time.monotonic()
+        return progress.Poller(args.progress, lambda: int(time.monotonic() - started), total=None, unit="s",
+                               desc="audit", unit_scale=False)
+    total = progress.input_bytes(args.paths)
+    return progress.Poller(args.progress, lambda: progress.bytes_read() - base, total=total or None, unit="B",
+                           desc="audit: read")
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     conf = {}
     for item in args.conf:
@@ -127,9 +150,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
             return EXIT_ERROR
         conf[key.strip()] = value.strip()
     try:
-        result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
-                           spark_threshold=args.spark_threshold, conf=conf, merge=args.merge,
-                           fail_on=args.fail_on)
+        with _reading(args):
+            result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
+                               spark_threshold=args.spark_threshold, conf=conf, merge=args.merge,
+                               fail_on=args.fail_on)
     except ImportError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -5,11 +5,18 @@ latest ClusterSnapshot plus the tail, every record checked as ``replay`` checks 
 one operator action as Kafka's tools would (``kafka-reassign-partitions.sh`` with its actions,
 ``kafka-leader-election.sh``, ``kafka-topics.sh --delete``, a broker's shutdown, ...), appends
 what happened to the log and prints the tool's answer. ``kcontroller log``/``describe`` then show it.
+
+Every command runs at the cluster's current time unless ``--at T`` (ms since the log's start) says
+otherwise; ``advance`` lets time pass. ``--json`` prints, instead of the tool's text, one JSON document:
+the command, the log, its records and time after the command, the exit status, the command's result
+(per command, docs/operations.md#json-output) and the tool's text lines (``output``).
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
+import json
 import os
 import re
 import sys
@@ -24,8 +31,12 @@ from controller.config import ConfigError
 from controller.embedding.cluster import Cluster, ClusterError
 from controller.embedding.replay import ResumeError, resume_log
 from controller.store.kafka_zk_client import AdminError
-from events.log import FsyncPolicy, LogWriter
+from events.log import FsyncPolicy, LogReader, LogWriter
 from kcontroller.files import new_event_log
+from kcontroller.logging_setup import use_clock
+from statemachines.kafka_log_format import (
+    DEFAULT_START_TIME, StartTimeError, format_start_time, log_start_ms, parse_start_time, wall_time,
+)
 from statemachines.leader_and_isr import TopicPartition
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -90,7 +101,10 @@ def continued_cluster(log_dir: str):
         raise ClusterError(f"{log_dir} holds no event log; start one with kcontroller new-cluster")
     with LogWriter(log_dir, fsync=FsyncPolicy.per_batch()) as writer:
         pending = _Pending()
-        yield resume_log(log_dir, pending)
+        cluster = resume_log(log_dir, pending)
+        cluster.start_ms = log_start_ms(next(iter(LogReader(log_dir).records()), None))
+        use_clock(cluster.clock, cluster.start_ms)
+        yield cluster
         end = (writer.segment_path, os.path.getsize(writer.segment_path))
         try:
             pending.write_to(writer)
@@ -118,8 +132,10 @@ def add_parsers(sub) -> None:
         p = sub.add_parser(name, help=help_text)
         p.add_argument("log_dir", metavar="LOG_DIR", help="the event log of the cluster (kcontroller new-cluster "
                                                           "starts one); the command appends to it")
-        p.add_argument("--at", type=int, metavar="T", help="simulated time of the action in ms (default: the "
-                                                           "log's current time)")
+        p.add_argument("--at", type=int, metavar="T", help="simulated time of the action in ms since the log's "
+                                                           "start (default: the log's current time)")
+        p.add_argument("--json", action="store_true",
+                       help="print the result as one JSON document instead of the tool's text")
         return p
 
     p = sub.add_parser("new-cluster", help="start an event log with a new cluster: brokers, configs, topics")
@@ -130,7 +146,11 @@ def add_parsers(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the replica placement (default: %(default)s)")
     p.add_argument("--racks", metavar="RACK,RACK,...",
                    help="broker.rack of brokers 0, 1, ... (one per broker; default: none)")
+    p.add_argument("--start-time", metavar="ISO8601",
+                   help="the date and time of the cluster's simulated time 0, e.g. 2024-03-01T09:00:00Z: how its "
+                        f"log's times are shown (default: {DEFAULT_START_TIME})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing log in LOG_DIR")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = cluster_cmd("create-topic", "kafka-topics.sh --create")
     p.add_argument("--topic", required=True, help="the topic's name")
@@ -224,21 +244,47 @@ def cmd_new_cluster(args: argparse.Namespace) -> int:
         _check_topic_sizes(partitions, rf)
         topics.append((name, partitions, rf))
     configs = _config_pairs(args.config, "--config")
+    start_time = None
+    if args.start_time is not None:
+        try:
+            start_time = format_start_time(parse_start_time(args.start_time))
+        except StartTimeError as e:
+            raise ClusterError(f"--start-time: {e}") from None
     racks = [None] * args.brokers
     if args.racks is not None:
         racks = args.racks.split(",")
         if len(racks) != args.brokers or not all(racks):
             raise ClusterError(f"--racks must name one rack per broker ({args.brokers}), got {args.racks!r}")
     with new_event_log(args.log_dir, overwrite=args.overwrite) as writer:
-        cluster = Cluster(configs=configs, seed=args.seed, sink=writer.append)
+        cluster = Cluster(configs=configs, seed=args.seed, sink=writer.append, start_time=start_time)
+        start_ms = parse_start_time(start_time or DEFAULT_START_TIME)
+        use_clock(cluster.clock, start_ms)
         for b in range(args.brokers):
             cluster.start_broker(b, rack=racks[b])
         for name, partitions, rf in topics:
             cluster.create_topic(name, partitions, rf)
         cluster.checkpoint()
+    if args.json:
+        _print_json({"command": "new-cluster", "log_dir": args.log_dir, "status": EXIT_OK,
+                     "records": cluster.journal.next_offset, **_times(cluster.now, start_ms),
+                     "start_time": format_start_time(start_ms),
+                     "result": {"brokers": list(range(args.brokers)), "controller": cluster.controller_id,
+                                "topics": [{"name": n, "partitions": p, "replication_factor": rf}
+                                           for n, p, rf in topics]}})
+        return EXIT_OK
     print(f"cluster of {args.brokers} brokers (controller {cluster.controller_id}) with "
-          f"{len(topics)} topics in {args.log_dir}: {cluster.journal.next_offset} records")
+          f"{len(topics)} topics in {args.log_dir}: {cluster.journal.next_offset} records "
+          f"(time 0 is {wall_time(0, start_ms)})")
     return EXIT_OK
+
+
+def _times(now_ms: int, start_ms: int) -> dict:
+    return {"time_ms": now_ms, "time": format_start_time(start_ms + now_ms)}
+
+
+def _print_json(doc: dict) -> None:
+    json.dump(doc, sys.stdout, indent=2)
+    sys.stdout.write("\n")
 
 
 def _check_topic_sizes(partitions: int | None, rf: int | None) -> None:
@@ -249,48 +295,71 @@ def _check_topic_sizes(partitions: int | None, rf: int | None) -> None:
         raise ClusterError(f"replication factor must be at most {MAX_REPLICATION_FACTOR}, got {rf}")
 
 
-def _run(args: argparse.Namespace, action, record: bool = True) -> int:
+def _run(args: argparse.Namespace, action, record: bool = True, result: dict | None = None) -> int:
     """Carry out ``action`` on the log's cluster and append what it did. With ``record=False`` (a command that
-    only reads, unless it has something to change) nothing is appended, nor said, when it changed nothing."""
+    only reads, unless it has something to change) nothing is appended, nor said, when it changed nothing.
+    With ``--json`` the tool's text is collected, and printed as the ``output`` of a JSON document that holds
+    ``result`` (what ``action`` put there) too; errors still go to stderr."""
     if getattr(args, "broker_id", None) is not None:
         check_range(args.broker_id, "--broker-id", 0, MAX_BROKER_ID)
+    text = io.StringIO() if args.json else None
+    cluster = None
+    changed = False
     try:
         with continued_cluster(args.log_dir) as cluster:
             if args.at is not None:
                 check_range(args.at, "--at", cluster.now, cluster.now + MAX_ADVANCE_MS)
             start = cluster.journal.next_offset
-            status = action(cluster)
+            with contextlib.redirect_stdout(text) if text is not None else contextlib.nullcontext():
+                status = action(cluster)
             changed = record or cluster.journal.next_offset != start
             if changed:
                 cluster.checkpoint()
     except _Refused as refused:
         for line in refused.lines:
             print(line, file=sys.stderr)
-        return EXIT_FAILED
-    if changed:
-        print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms)")
+        status = EXIT_FAILED
+        if text is None or cluster is None:
+            return status
+        result = {**(result or {}), "error": list(refused.lines)}
+    if text is not None:
+        _print_json({"command": args.command, "log_dir": args.log_dir, "status": status,
+                     "appended": changed, "records": cluster.journal.next_offset,
+                     **_times(cluster.now, cluster.start_ms), "result": result or {},
+                     "output": text.getvalue().splitlines()})
+    elif changed:
+        print(f"# {args.log_dir} now holds {cluster.journal.next_offset} records (time {cluster.now} ms, "
+              f"{wall_time(cluster.now, cluster.start_ms)})")
     return status
 
 
 def cmd_create_topic(args: argparse.Namespace) -> int:
     _check_topic_sizes(args.partitions, args.replication_factor)
 
+    result: dict = {}
+
     def act(cluster: Cluster) -> int:
         cluster.create_topic(args.topic, args.partitions, args.replication_factor,
                              configs=_config_pairs(args.config, "--config"), at=args.at)
+        assignment = cluster.admin.get_full_replica_assignment_for_topics([args.topic])
+        result.update(topic=args.topic, partitions=len(assignment),
+                      replication_factor=len(next(iter(assignment.values())).replicas) if assignment else 0)
         print(f"Created topic {args.topic}.")
         return EXIT_OK
-    return _run(args, act)
+    return _run(args, act, result=result)
 
 
 def cmd_delete_topic(args: argparse.Namespace) -> int:
+    result: dict = {}
+
     def act(cluster: Cluster) -> int:
         cluster.delete_topic(args.topic, at=args.at)
         gone = args.topic not in cluster.admin.get_all_topics_in_cluster()
+        result.update(topic=args.topic, marked_for_deletion=True, deletion_completed=gone)
         print(f"Topic {args.topic} is marked for deletion." + (" Deletion completed." if gone else
               " Deletion is halted until the brokers of its replicas are back (or its reassignment completes)."))
         return EXIT_OK
-    return _run(args, act)
+    return _run(args, act, result=result)
 
 
 _REASSIGN_ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -323,21 +392,30 @@ def cmd_reassign(args: argparse.Namespace) -> int:
     check_range(args.throttle, "--throttle", -1, MAX_THROTTLE)
     check_range(args.replica_alter_log_dirs_throttle, "--replica-alter-log-dirs-throttle", -1, MAX_THROTTLE)
     check_range(args.seed, "--seed", 0, MAX_SEED)
+    result: dict = {"action": action}
     if action == "generate":
-        return _run(args, _generate_action(args), record=False)
+        return _run(args, _generate_action(args, result), record=False, result=result)
     if action == "list":
         def act_list(cluster: Cluster) -> int:
-            for line in reassign_tool.reassignments_text(_ongoing(cluster, "ListPartitionReassignments")):
+            ongoing = _ongoing(cluster, "ListPartitionReassignments")
+            result["reassignments"] = [
+                {"topic": t, "partition": p, "replicas": list(a.replicas), "adding_replicas": list(a.adding_replicas),
+                 "removing_replicas": list(a.removing_replicas)} for (t, p), a in sorted(ongoing.items())]
+            for line in reassign_tool.reassignments_text(ongoing):
                 print(line)
             return EXIT_OK
-        return _run(args, act_list, record=False)
+        return _run(args, act_list, record=False, result=result)
     path = args.reassignment_json_file
     targets, log_dirs = parse_reassignment_file(read_admin_file(path), path)
     if action == "verify":
-        return _run(args, lambda cluster: _verify(cluster, args, targets), record=False)
+        return _run(args, lambda cluster: _verify(cluster, args, targets, result), record=False, result=result)
     if action == "cancel":
-        return _run(args, lambda cluster: _cancel(cluster, args, targets), record=False)
-    return _run(args, lambda cluster: _execute(cluster, args, targets, log_dirs))
+        return _run(args, lambda cluster: _cancel(cluster, args, targets, result), record=False, result=result)
+    return _run(args, lambda cluster: _execute(cluster, args, targets, log_dirs, result), result=result)
+
+
+def _partition_list(tps) -> list[dict]:
+    return [{"topic": t, "partition": p} for t, p in sorted(tps)]
 
 
 def _ongoing(cluster: Cluster, request: str, partitions=None) -> dict:
@@ -359,7 +437,7 @@ def _live_brokers(cluster: Cluster) -> dict[int, str | None]:
     return {b: server.rack for b, server in sorted(cluster.brokers.items()) if server.alive}
 
 
-def _generate_action(args: argparse.Namespace):
+def _generate_action(args: argparse.Namespace, result: dict):
     topics_path = args.topics_to_move_json_file
     topics = parse_topics_to_move_json(read_admin_file(topics_path), topics_path)
     try:
@@ -386,14 +464,17 @@ def _generate_action(args: argparse.Namespace):
             proposed = reassign_tool.propose(current, brokers, seed)
         except (reassign_tool.AdminOperationError, InvalidReplicationFactorError) as e:
             raise _Refused(f"Error: {e}") from None
+        result.update(current=json.loads(format_reassignment_json(current)),
+                      proposed=json.loads(format_reassignment_json(proposed)))
         print(f"Current partition replica assignment\n{format_reassignment_json(current)}\n")
         print(f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}")
         return EXIT_OK
     return act
 
 
-def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs: dict) -> int:
-    """ReassignPartitionsCommand.executeAssignment."""
+def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs: dict, result: dict) -> int:
+    """ReassignPartitionsCommand.executeAssignment (``result``: the rollback assignment, the partitions started,
+    the throttles, the errors)."""
     via = args.via or "api"
     ongoing = _ongoing(cluster, "ListPartitionReassignments") if via == "api" else {}
     if ongoing and not args.additional:
@@ -401,6 +482,8 @@ def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs
     if via == "api":
         _verify_reassignment(cluster, targets)
     current = _current_replicas(cluster, targets)
+    result.update(rollback=json.loads(format_reassignment_json(current)), throttle=args.throttle,
+                  replica_alter_log_dirs_throttle=args.replica_alter_log_dirs_throttle, started=[], errors={})
     print(f"Current partition replica assignment\n\n{format_reassignment_json(current)}\n\n"
           f"Save this to use as the --reassignment-json-file option during rollback")
     throttle = -1 if args.throttle is None else args.throttle
@@ -428,6 +511,7 @@ def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs
             print(f"The replica-alter-dir throttle limit was set to {dirs_throttle} B/s")
     response = cluster.reassign_partitions(targets, via=via, at=at)
     if via == "zk":
+        result["started"] = _partition_list(targets)
         print(f"Successfully started partition reassignment{reassign_tool.plural(len(targets))} for "
               f"{reassign_tool.tps_text(targets)}")
         return EXIT_OK
@@ -436,14 +520,17 @@ def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs
         return EXIT_FAILED
     error, results = response
     if error != "NONE":
+        result["errors"] = {"": error}
         print(f"Error: {error}", file=sys.stderr)
         return EXIT_FAILED
     failed = {tp: e for tp, e in results.items() if e != "NONE"}
     if failed:
+        result["errors"] = {str(TopicPartition(*tp)): e for tp, e in sorted(failed.items())}
         print("Error reassigning partition(s):", file=sys.stderr)
         for tp in sorted(failed):
             print(f"{TopicPartition(*tp)}: {failed[tp]}", file=sys.stderr)
         return EXIT_FAILED
+    result["started"] = _partition_list(targets)
     print(f"Successfully started partition reassignment{reassign_tool.plural(len(targets))} for "
           f"{reassign_tool.tps_text(targets)}")
     if log_dirs:
@@ -452,11 +539,17 @@ def _execute(cluster: Cluster, args: argparse.Namespace, targets: dict, log_dirs
     return EXIT_OK
 
 
-def _verify(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
+def _verify(cluster: Cluster, args: argparse.Namespace, targets: dict, result: dict) -> int:
     """ReassignPartitionsCommand.verifyAssignment."""
     ongoing = _ongoing(cluster, "ListPartitionReassignments")
     states = reassign_tool.partition_states(targets, {tp: a.replicas for tp, a in ongoing.items()},
                                             _current_replicas(cluster, targets))
+    result["partitions"] = [
+        {"topic": t, "partition": p, "status": "in_progress" if not st.done else
+         "completed" if st.current_replicas == st.target_replicas else "not_active",
+         "current_replicas": list(st.current_replicas), "target_replicas": list(st.target_replicas)}
+        for (t, p), st in sorted(states.items())]
+    result["throttles_cleared"] = not ongoing and not args.preserve_throttles
     for line in reassign_tool.states_text(states):
         print(line)
     print()   # Kafka prints the (here empty) status of the log directory moves on a line of its own
@@ -465,10 +558,11 @@ def _verify(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
     return EXIT_OK
 
 
-def _cancel(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
+def _cancel(cluster: Cluster, args: argparse.Namespace, targets: dict, result: dict) -> int:
     """ReassignPartitionsCommand.cancelAssignment."""
     ongoing = _ongoing(cluster, "ListPartitionReassignments", sorted(targets))
     cancelling = sorted(tp for tp, a in ongoing.items() if not a.adding_replicas or a.removing_replicas)
+    result.update(cancelled=[], throttles_cleared=not args.preserve_throttles)
     at = args.at
     if cancelling:
         response = cluster.reassign_partitions({tp: None for tp in cancelling}, at=at)
@@ -483,6 +577,7 @@ def _cancel(cluster: Cluster, args: argparse.Namespace, targets: dict) -> int:
             for tp in sorted(failed):
                 print(f"{TopicPartition(*tp)}: {failed[tp]}", file=sys.stderr)
             return EXIT_FAILED
+        result["cancelled"] = _partition_list(cancelling)
         print(f"Successfully cancelled partition reassignment{reassign_tool.plural(len(cancelling))} for: "
               f"{reassign_tool.tps_text(cancelling)}")
     else:
@@ -555,6 +650,7 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
         check_range(args.partition, "--partition", 0, 2**31 - 1)
         partitions = [(args.topic, args.partition)]
     kind = args.election_type.upper()
+    result: dict = {"election_type": args.election_type}
 
     def act(cluster: Cluster) -> int:
         results = cluster.elect_leaders(args.election_type, partitions, at=args.at)
@@ -564,6 +660,8 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
         done = [tp for tp, (e, _) in results.items() if e == "NONE"]
         not_needed = [tp for tp, (e, _) in results.items() if e == "ELECTION_NOT_NEEDED"]
         failed = {tp: e for tp, (e, _) in results.items() if e not in ("NONE", "ELECTION_NOT_NEEDED")}
+        result.update(elected=_partition_list(done), not_needed=_partition_list(not_needed),
+                      failed=[{"topic": t, "partition": p, "error": failed[(t, p)]} for t, p in sorted(failed)])
         if done:
             print(f"Successfully completed leader election ({kind}) for partitions {_tps(done)}")
         if not_needed:
@@ -572,28 +670,33 @@ def cmd_elect_leaders(args: argparse.Namespace) -> int:
             print(f"Error completing leader election ({kind}) for partition: {TopicPartition(*tp)}: {e}",
                   file=sys.stderr)
         return EXIT_FAILED if failed else EXIT_OK
-    return _run(args, act)
+    return _run(args, act, result=result)
 
 
 def cmd_broker(args: argparse.Namespace) -> int:
+    result: dict = {"broker_id": args.broker_id}
+
     def act(cluster: Cluster) -> int:
         b = args.broker_id
         if args.command == "start-broker":
             before = cluster.brokers.get(b)
             rack = args.rack if args.rack is not None else (before.rack if before is not None else None)
             cluster.start_broker(b, rack=rack, at=args.at)
+            result.update(alive=cluster.brokers[b].alive, broker_epoch=cluster.brokers[b].broker_epoch, rack=rack)
             print(f"broker {b} started (broker epoch {cluster.brokers[b].broker_epoch})")
         elif args.command == "kill-broker":
             cluster.kill_broker(b, at=args.at)
             requested, timeout = cluster.config.get_int("zookeeper.session.timeout.ms"), cluster.session_timeout_ms
             negotiated = "" if timeout == requested else f", negotiated to {timeout} ms"
+            result.update(session_timeout_ms=timeout)
             print(f"broker {b} killed; its session times out after zookeeper.session.timeout.ms "
                   f"({requested} ms{negotiated})")
         else:
             ok = cluster.stop_broker(b, at=args.at)
+            result.update(controlled_shutdown_succeeded=ok)
             print(f"broker {b}: controlled shutdown {'succeeded' if ok else 'failed; it shut down anyway'}")
         return EXIT_OK
-    return _run(args, act)
+    return _run(args, act, result=result)
 
 
 def cmd_advance(args: argparse.Namespace) -> int:
@@ -601,18 +704,21 @@ def cmd_advance(args: argparse.Namespace) -> int:
 
     def act(cluster: Cluster) -> int:
         cluster.advance_to((args.at if args.at is not None else cluster.now) + args.ms)
-        print(f"time is now {cluster.now} ms")
+        print(f"time is now {cluster.now} ms ({wall_time(cluster.now, cluster.start_ms)})")
         return EXIT_OK
     return _run(args, act)
 
 
 def cmd_catch_up(args: argparse.Namespace) -> int:
+    result: dict = {}
+
     def act(cluster: Cluster) -> int:
         responses = cluster.catch_up_followers(at=args.at)
         n = sum(len(r.partitions) for r in responses.values() if r is not None)
+        result.update(partitions=n, leaders=len(responses))
         print(f"{n} partitions had followers rejoin their ISR ({len(responses)} leaders sent AlterPartition)")
         return EXIT_OK
-    return _run(args, act)
+    return _run(args, act, result=result)
 
 
 COMMANDS = {

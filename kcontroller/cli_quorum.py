@@ -8,11 +8,17 @@ end of the run) the quorum leader serves one DescribeQuorum request — so, as i
 whose last fetch is 300 000 ms or more in the past are dropped first — exactly as a
 ``describe_quorum`` step at that time would, placed after the scenario's own steps of that
 millisecond. Kafka's text comes out byte for byte for the scenario's version (3.7 or 3.9),
-followed by ``#`` lines saying how long ago each observer last fetched.
+followed by ``#`` lines saying how long ago each observer last fetched. With ``--json``, the same
+DescribeQuorum answer as one JSON document: ``time_ms`` and ``time`` (on the run's calendar, its
+scenario's ``start_time``), ``version``, ``cluster_id``, ``leader_id``, ``leader_epoch``,
+``high_watermark``, ``voters`` and ``observers`` (each ``replica_id``, ``directory_id``,
+``log_end_offset``, ``last_fetch_timestamp``, ``last_caught_up_timestamp``, ``last_fetch_ago_ms``;
+-1 for unknown, as Kafka's), and ``nodes`` (3.9: each voter's listeners).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -20,6 +26,7 @@ from events.log import LogReader
 from sim.scenario import ScenarioError, load_scenario, parse_scenario
 from sim.sim_replay import is_simulation_log, rerun_simulation
 from sim.simulation import Simulation, SimulationError
+from statemachines.kafka_log_format import format_start_time
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
@@ -47,8 +54,6 @@ def cmd_describe_quorum(args: argparse.Namespace) -> int:
     if args.topic is not None or args.under_replicated_partitions or args.unavailable_partitions \
             or args.under_min_isr_partitions or args.at_min_isr_partitions or args.topics_with_overrides:
         return _fail("--quorum describes the metadata quorum: --topic and the partition filters are for the cluster")
-    if args.json:
-        return _fail("--quorum prints kafka-metadata-quorum.sh's text; --json is for the cluster")
     if args.time is not None and args.time < 0:
         return _fail(f"--time: expected a time >= 0 ms, got {args.time}")
     source = args.log_dir
@@ -72,11 +77,16 @@ def cmd_describe_quorum(args: argparse.Namespace) -> int:
     until = scenario.duration_ms if args.time is None else args.time
     if until > scenario.duration_ms:
         return _fail(f"--time {until}: the run of {scenario.name!r} lasts {scenario.duration_ms} ms")
-    described: list[str] = []
+    described: list = []
+
+    def describe(sim: Simulation) -> None:
+        if args.json:
+            described.append(_quorum_json(sim.quorum.describe(), sim.loop.now, scenario.start_time_ms))
+        else:
+            described.append(sim.describe_quorum_text(args.replication))
 
     def describe_then(sim: Simulation) -> None:
-        sim.loop.at(until, lambda: described.append(sim.describe_quorum_text(args.replication)),
-                    "kafka-metadata-quorum.sh describe")
+        sim.loop.at(until, lambda: describe(sim), "kafka-metadata-quorum.sh describe")
 
     try:
         if is_log:
@@ -88,5 +98,22 @@ def cmd_describe_quorum(args: argparse.Namespace) -> int:
             sim.run_until(until)
     except (SimulationError, ValueError) as exc:
         return _fail(f"{source}: {exc}")
-    sys.stdout.write(described[0])
+    if args.json:
+        json.dump(described[0], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(described[0])
     return EXIT_OK
+
+
+def _quorum_json(result, now_ms: int, start_ms: int) -> dict:
+    def replica(r) -> dict:
+        return {"replica_id": r.replica_id, "directory_id": r.directory_id, "log_end_offset": r.log_end_offset,
+                "last_fetch_timestamp": r.last_fetch_timestamp,
+                "last_caught_up_timestamp": r.last_caught_up_timestamp,
+                "last_fetch_ago_ms": None if r.last_fetch_timestamp < 0 else now_ms - r.last_fetch_timestamp}
+    return {"time_ms": now_ms, "time": format_start_time(start_ms + now_ms), "version": result.version,
+            "cluster_id": result.cluster_id, "leader_id": result.leader_id, "leader_epoch": result.leader_epoch,
+            "high_watermark": result.high_watermark, "voters": [replica(r) for r in result.voters],
+            "observers": [replica(r) for r in result.observers],
+            "nodes": {str(n): [str(e) for e in endpoints] for n, endpoints in sorted(result.nodes.items())}}

@@ -4,7 +4,8 @@ acknowledged writes lost, elections by kind, controller failovers, recovery afte
 
 ``--json`` prints the same summary as JSON; ``--series FILE.csv|.json|.parquet`` writes the metrics as a
 time series, one row per ``--series-interval`` (default 1 s; see :mod:`sim.series`); ``--plot FILE.png``
-draws the timeline from the same series; a progress bar goes to stderr while a long run is under way.
+draws the timeline from the same series; a progress bar of simulated time goes to stderr while the run is
+under way on a terminal (:mod:`kcontroller.progress`).
 The log replays with ``kcontroller replay DIR``.
 """
 from __future__ import annotations
@@ -12,10 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from collections.abc import Callable
 
+from kcontroller import progress
 from kcontroller.files import new_event_log
+from kcontroller.logging_setup import use_clock
 from sim.metrics import format_summary
 from sim.scenario import MAX_SEED, Scenario, ScenarioError, load_scenario, parse_time
 from sim.series import SeriesError, series, series_format, write_series
@@ -37,33 +39,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                    "FILE.csv, FILE.json or FILE.parquet (columns: docs/simulation.md)")
     p.add_argument("--series-interval", metavar="TIME", default="1s",
                    help="the series' (and the plot's) interval, e.g. 1s, 500ms, 1m (default: %(default)s)")
-    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
-                   help="progress bar on stderr: auto shows it when stderr is a terminal (default: %(default)s)")
+    progress.add_option(p)
     return p
-
-
-class ProgressBar:
-    """A one-line bar of simulated time on a stream, redrawn at most ten times a wall second."""
-
-    def __init__(self, stream, width: int = 30):
-        self.stream = stream
-        self.width = width
-        self.started = time.monotonic()
-        self.last = 0.0
-
-    def __call__(self, now_ms: int, duration_ms: int) -> None:
-        wall = time.monotonic()
-        done = now_ms >= duration_ms
-        if not done and wall - self.last < 0.1:
-            return
-        self.last = wall
-        frac = 0 if duration_ms <= 0 else min(1.0, now_ms / duration_ms)
-        filled = int(frac * self.width)
-        elapsed = wall - self.started
-        rate = (now_ms / 1000) / elapsed if elapsed > 0 else 0
-        self.stream.write(f"\r[{'#' * filled}{'.' * (self.width - filled)}] {now_ms / 1000:,.0f}/"
-                          f"{duration_ms / 1000:,.0f} simulated s  {rate:,.0f}x" + ("\n" if done else ""))
-        self.stream.flush()
 
 
 def simulate_to_log(scenario: Scenario, log_dir: str, *, seed: int | None = None,
@@ -76,6 +53,7 @@ def simulate_to_log(scenario: Scenario, log_dir: str, *, seed: int | None = None
     SimulationError (LogError for the log directory)."""
     with new_event_log(log_dir, overwrite=overwrite) as writer:
         sim = Simulation(scenario, seed=seed, sink=writer.append, column_sink=writer.append_columns)
+        use_clock(sim.loop.clock, scenario.start_time_ms)
         if interval_ms is not None:
             sim.metrics.set_interval(interval_ms)
         sim.run(progress)
@@ -104,14 +82,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"kcontroller: error: --series-interval {args.series_interval!r}: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
-    progress = ProgressBar(sys.stderr) if show else None
+    bar = progress.SimulatedTime(args.progress)
     try:
-        sim, summary = simulate_to_log(scenario, args.log_dir, seed=args.seed, progress=progress,
-                                       overwrite=args.overwrite, interval_ms=interval_ms)
+        sim, summary = simulate_to_log(scenario, args.log_dir, seed=args.seed,
+                                       progress=None if bar.bar.disable else bar, overwrite=args.overwrite,
+                                       interval_ms=interval_ms)
     except SimulationError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        bar.close()
     columns = series(sim.metrics) if args.series or args.plot else None
     if args.series:
         write_series(columns, args.series)

@@ -4,15 +4,18 @@ the distribution of the simulation's metrics across the seeds (:mod:`kcontroller
 
 Everything, each seed's summary included, goes to DIR/sweep.json (``--json`` prints it). Exit status 0
 when every run finished and the audit found nothing, 1 when the audit found violations, 2 on errors
-(a failed run included).
+(a failed run included). On a terminal a progress bar counts the runs done (their log directories
+as they appear in DIR) out of N, then the audit.
 """
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 
 from audit.spark_session import active_session, spark_session
+from kcontroller import progress
 from kcontroller.cli_cluster import MAX_SEED, MAX_SWEEP_SEEDS
 from kcontroller.sweep import (
     ENGINES, SWEEP_FILE, SweepError, check_runnable, dump_document, format_sweep, prepare_out_dir, run_sweep,
@@ -43,6 +46,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, metavar="J",
                    help="with --engine local: run the seeds in J worker processes (default: 1, in this process)")
     p.add_argument("--json", action="store_true", help=f"print the whole result ({SWEEP_FILE}) as JSON")
+    progress.add_option(p)
     return p
 
 
@@ -84,9 +88,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             return _error(f"cannot start Spark ({first_line}); --engine local runs the sweep without a JVM")
         where = f"Spark {spark.sparkContext.master}"
+    # A run's log appears as DIR/seed-<S> once the run is complete (kcontroller.sweep.run_seed).
+    pattern = os.path.join(glob.escape(args.out), "seed-*")
     try:
-        result = run_sweep(scenario, args.out, seeds, engine=args.engine, spark=spark, jobs=args.jobs,
-                           log_level=args.log_level)
+        with progress.Poller(args.progress, lambda: len(glob.glob(pattern)), total=len(seeds), unit="run",
+                             desc=f"sweep ({where})", unit_scale=False):
+            result = run_sweep(scenario, args.out, seeds, engine=args.engine, spark=spark, jobs=args.jobs,
+                               log_level=args.log_level)
     finally:
         if created and spark is not None:
             spark.stop()

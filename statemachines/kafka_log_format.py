@@ -17,6 +17,7 @@ the same lines).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Iterable, Iterator
 
 import yaml
@@ -135,14 +136,16 @@ class KafkaLogFormatter:
 
     ``layout="log4j"`` prints full log4j lines, each stamped with the record's time plus ``start_ms`` (the
     run's start time, ms since 1970: :func:`log_start_ms`); ``layout="message"`` prints only the
-    ``[Controller id=N epoch=E] message`` part.
+    ``[Controller id=N epoch=E] message`` part; ``layout="json"`` prints each line as one JSON object
+    (``time``, ``time_ms``, ``level``, ``logger``, ``controller_id``, ``controller_epoch``, ``offset`` of the
+    record, ``message``, and an ERROR's ``exception``): JSON Lines.
     """
 
     def __init__(self, *, min_level: str = "TRACE", layout: str = "log4j", start_ms: int = 0):
         if min_level not in LEVELS:
             raise ValueError(f"unknown level {min_level!r}; choose one of {', '.join(LEVELS)}")
-        if layout not in ("log4j", "message"):
-            raise ValueError(f"unknown layout {layout!r}; choose log4j or message")
+        if layout not in ("log4j", "message", "json"):
+            raise ValueError(f"unknown layout {layout!r}; choose log4j, message or json")
         self.min_level = LEVELS[min_level]
         self.layout = layout
         self.start_ms = start_ms
@@ -241,14 +244,22 @@ class KafkaLogFormatter:
         else:
             msg = (f"Controller {rec.controller_id} epoch {rec.controller_epoch} failed to change state for partition "
                    f"{tp} from {PARTITION_BY_BYTE[rec.from_state]} to {PARTITION_BY_BYTE[rec.to_state]}")
-        if self._line(out, rec, "ERROR", msg):
-            out.append(f"{_EXCEPTION_PACKAGES.get(rec.error, rec.error)}: {rec.message}")
+        exception = f"{_EXCEPTION_PACKAGES.get(rec.error, rec.error)}: {rec.message}"
+        if self._line(out, rec, "ERROR", msg, exception) and self.layout != "json":
+            out.append(exception)
 
-    def _line(self, out: list, rec: tuple, level: str, message: str) -> bool:
+    def _line(self, out: list, rec: tuple, level: str, message: str, exception: str | None = None) -> bool:
         if LEVELS[level] < self.min_level:
             return False
         prefix = f"[Controller id={rec.controller_id} epoch={rec.controller_epoch}] "
-        if self.layout == "message":
+        if self.layout == "json":
+            entry = {"time": _timestamp(self.start_ms + rec.timestamp_ms), "time_ms": rec.timestamp_ms,
+                     "level": level, "logger": "state.change.logger", "controller_id": rec.controller_id,
+                     "controller_epoch": rec.controller_epoch, "offset": rec.offset, "message": prefix + message}
+            if exception is not None:
+                entry["exception"] = exception
+            out.append(json.dumps(entry))
+        elif self.layout == "message":
             out.append(prefix + message)
         else:
             out.append(f"[{_timestamp(self.start_ms + rec.timestamp_ms)}] {level} {prefix}{message} (state.change.logger)")

@@ -98,7 +98,6 @@ def test_a_log_that_does_not_replay_is_refused(tmp_path, capsys):
     (["--time", "400000"], "--time 400000: the run of 'kraft-observer-expiry' lasts 330000 ms"),
     (["--time", "-1"], "--time: expected a time >= 0 ms, got -1"),
     (["--at", "3"], "--quorum describes a time (--time MS), not a record offset (--at)"),
-    (["--json"], "--quorum prints kafka-metadata-quorum.sh's text; --json is for the cluster"),
 ])
 def test_bad_options_are_clear_errors(capsys, argv, message):
     code, out, err = describe(capsys, EXAMPLE, *argv)

@@ -1,0 +1,145 @@
+"""Progress bars of the long commands (``simulate``, ``sweep``, ``replay``, ``audit``, ``log``), one mechanism
+for all: tqdm on stderr, shown when stderr is a terminal (``--progress auto``, the default) or always
+(``--progress always``), never otherwise, so a pipe or a file gets the output alone.
+
+A bar is redrawn at most ten times a wall second and erased when its command is done (stdout keeps only the
+output). ``simulate`` shows simulated seconds; ``replay`` and ``log`` records read (the log's last offset is
+the total); ``sweep`` runs done out of the seeds; ``audit`` the bytes of its inputs read so far, sampled from
+the process's own I/O counter (``/proc/self/io``; where there is none, the time spent) while the audit runs.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator
+
+from tqdm import tqdm
+
+MODES = ("auto", "always", "never")
+
+
+def add_option(p) -> None:
+    """The ``--progress`` option of a long command."""
+    p.add_argument("--progress", choices=MODES, default="auto",
+                   help="progress bar on stderr: auto shows it when stderr is a terminal (default: %(default)s)")
+
+
+def shown(mode: str | None, stream=None) -> bool:
+    stream = stream if stream is not None else sys.stderr
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def bar(mode: str | None, *, total: float | None = None, unit: str = "it", desc: str | None = None,
+        unit_scale: bool = True) -> tqdm:
+    """A tqdm bar on stderr, disabled (every call a no-op) unless :func:`shown`."""
+    return tqdm(total=total, unit=unit, desc=desc, file=sys.stderr, disable=not shown(mode), leave=False,
+                mininterval=0.1, dynamic_ncols=True, unit_scale=unit_scale)
+
+
+class SimulatedTime:
+    """``simulate``'s bar: the callback ``Simulation.run(progress)`` calls with (now_ms, duration_ms)."""
+
+    def __init__(self, mode: str | None):
+        self.bar = bar(mode, unit="sim s", desc="simulated")
+
+    def __call__(self, now_ms: int, duration_ms: int) -> None:
+        if self.bar.disable:
+            return
+        if self.bar.total is None:
+            self.bar.total = duration_ms / 1000
+        self.bar.update(now_ms / 1000 - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def records(items: Iterable, mode: str | None, total: int | None, desc: str = "records") -> Iterator:
+    """``items`` (records, or columnar batches of them) passed through, counting records on a bar of ``total``."""
+    with bar(mode, total=total, unit="rec", desc=desc) as b:
+        if b.disable:
+            yield from items
+            return
+        for item in items:
+            b.update(len(item) if not isinstance(item, tuple) else 1)
+            yield item
+
+
+class Poller:
+    """A bar updated from a background thread by ``sample()`` (the done count) every ``interval`` seconds: for
+    work whose code has no progress callback (a sweep's runs counted by their finished log directories, an
+    audit by the bytes read). A context manager; the final sample is drawn on exit."""
+
+    def __init__(self, mode: str | None, sample: Callable[[], float], *, total: float | None, unit: str,
+                 desc: str, interval: float = 0.25, unit_scale: bool = True):
+        self.bar = bar(mode, total=total, unit=unit, desc=desc, unit_scale=unit_scale)
+        self.sample = sample
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = None if self.bar.disable else threading.Thread(target=self._run, daemon=True,
+                                                                       name="kcontroller-progress")
+
+    def _draw(self) -> None:
+        try:
+            done = self.sample()
+        except OSError:
+            return
+        if self.bar.total is not None:
+            done = min(done, self.bar.total)
+        if done != self.bar.n:
+            self.bar.update(done - self.bar.n)
+        else:
+            self.bar.refresh()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._draw()
+
+    def __enter__(self) -> Poller:
+        if self._thread is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self._draw()
+        self.bar.close()
+
+
+def bytes_read() -> int:
+    """Bytes this process has read (``rchar`` of /proc/self/io: files and pipes); OSError where there is none."""
+    with open("/proc/self/io", "rb") as f:
+        for line in f:
+            if line.startswith(b"rchar:"):
+                return int(line.split()[1])
+    raise OSError("no rchar in /proc/self/io")
+
+
+def input_bytes(paths: Iterable[str]) -> int:
+    """The size of the files under ``paths`` (files, directories, globs): an audit's input."""
+    total = 0
+    for pattern in paths:
+        for path in glob.glob(pattern) or [pattern]:
+            if os.path.isdir(path):
+                for root, _, files in os.walk(path):
+                    for name in files:
+                        try:
+                            total += os.path.getsize(os.path.join(root, name))
+                        except OSError:
+                            pass
+            else:
+                try:
+                    total += os.path.getsize(path)
+                except OSError:
+                    pass
+    return total
