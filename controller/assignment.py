@@ -1,13 +1,15 @@
-"""Replica assignment for new topics, as Kafka's rack-unaware ``assignReplicasToBrokers`` does it.
+"""Replica assignment for new topics, as Kafka's ``AdminUtils.assignReplicasToBrokers`` does it: rack-unaware
+and rack-aware.
 
-The first replica of partition p goes to broker ``(p + start) % n``; the followers are spread
-with a shift that grows every n partitions. ``start`` and the initial shift come from the
-injected random source, unless fixed.
+Rack-unaware, the first replica of partition p goes to broker ``(p + start) % n``; the followers are spread
+with a shift that grows every n partitions. Rack-aware, the same walk goes over the rack-alternated broker
+list and skips brokers on racks that already hold a replica (while one is left). ``start`` and the initial
+shift come from the injected random source, unless fixed.
 """
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -29,13 +31,7 @@ def assign_replica_matrix(brokers: Sequence[int], partitions: int, replication_f
                           rng: random.Random | None = None, fixed_start_index: int = -1,
                           start_partition_id: int = 0) -> np.ndarray:
     """``assign_replicas_to_brokers`` as a (partitions, replication_factor) int64 matrix."""
-    if partitions <= 0:
-        raise ValueError(f"Number of partitions must be larger than 0, got {partitions}.")
-    if replication_factor <= 0:
-        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-    if replication_factor > len(brokers):
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
+    _check_arguments(partitions, replication_factor, len(brokers))
     ordered = sorted(brokers)
     n = len(ordered)
     if fixed_start_index >= 0:
@@ -60,4 +56,79 @@ def _placement(ordered: list[int], partitions: int, rf: int, start: int, shift: 
     out[:, 0] = brokers[first]
     for j in range(rf - 1):
         out[:, j + 1] = brokers[(first + 1 + (shifts + j) % (n - 1)) % n]
+    return out
+
+
+def _check_arguments(partitions: int, replication_factor: int, brokers: int) -> None:
+    if partitions <= 0:
+        raise ValueError(f"Number of partitions must be larger than 0, got {partitions}.")
+    if replication_factor <= 0:
+        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+    if replication_factor > brokers:
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {replication_factor} larger than available brokers: {brokers}.")
+
+
+def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
+    """AdminUtils.getRackAlternatedBrokerList: racks in name order, each rack's brokers in id order, one broker
+    of each rack in turn."""
+    by_rack: dict[str, list[int]] = {}
+    for b in sorted(broker_racks):
+        by_rack.setdefault(broker_racks[b], []).append(b)
+    queues = [iter(by_rack[r]) for r in sorted(by_rack)]
+    out: list[int] = []
+    i = 0
+    while len(out) < len(broker_racks):
+        b = next(queues[i], None)
+        if b is not None:
+            out.append(b)
+        i = (i + 1) % len(queues)
+    return out
+
+
+def _replica_index(first: int, shift: int, j: int, n: int) -> int:
+    return (first + 1 + (shift + j) % (n - 1)) % n
+
+
+def assign_replicas_rack_aware(broker_racks: Mapping[int, str], partitions: int, replication_factor: int, *,
+                               rng: random.Random | None = None, fixed_start_index: int = -1,
+                               start_partition_id: int = 0) -> list[tuple[int, ...]]:
+    """AdminUtils.assignReplicasToBrokersRackAware: replicas per partition (index = partition id -
+    start_partition_id). The leaders go round the rack-alternated list; each follower is the next broker of the
+    shifted walk on a rack without a replica yet (while there is one) and without a replica itself."""
+    _check_arguments(partitions, replication_factor, len(broker_racks))
+    arranged = rack_alternated_broker_list(broker_racks)
+    n = len(arranged)
+    racks = len(set(broker_racks.values()))
+    if fixed_start_index >= 0:
+        start = shift = fixed_start_index
+    else:
+        if rng is None:
+            raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
+        start = rng.randrange(n)
+        shift = rng.randrange(n)
+    out = []
+    pid = max(0, start_partition_id)
+    for _ in range(partitions):
+        if pid > 0 and pid % n == 0:
+            shift += 1
+        first = (pid + start) % n
+        leader = arranged[first]
+        replicas = [leader]
+        racks_with = {broker_racks[leader]}
+        brokers_with = {leader}
+        k = 0
+        for _j in range(replication_factor - 1):
+            while True:
+                broker = arranged[_replica_index(first, shift * racks, k, n)]
+                rack = broker_racks[broker]
+                k += 1
+                if ((rack not in racks_with or len(racks_with) == racks)
+                        and (broker not in brokers_with or len(brokers_with) == n)):
+                    replicas.append(broker)
+                    racks_with.add(rack)
+                    brokers_with.add(broker)
+                    break
+        out.append(tuple(replicas))
+        pid += 1
     return out

@@ -16,7 +16,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from controller.assignment import InvalidReplicationFactorError, assign_replicas_to_brokers
+from controller.assignment import InvalidReplicationFactorError, assign_replicas_rack_aware, assign_replicas_to_brokers
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -52,77 +52,6 @@ def plural(n: int) -> str:
 
 
 # --- --generate -----------------------------------------------------------------------------------------------
-def rack_alternated_broker_list(broker_racks: Mapping[int, str]) -> list[int]:
-    """AdminUtils.getRackAlternatedBrokerList: racks in name order, each rack's brokers in id order, one broker
-    of each rack in turn."""
-    by_rack: dict[str, list[int]] = {}
-    for b in sorted(broker_racks):
-        by_rack.setdefault(broker_racks[b], []).append(b)
-    queues = [iter(by_rack[r]) for r in sorted(by_rack)]
-    out: list[int] = []
-    i = 0
-    while len(out) < len(broker_racks):
-        b = next(queues[i], None)
-        if b is not None:
-            out.append(b)
-        i = (i + 1) % len(queues)
-    return out
-
-
-def _replica_index(first: int, shift: int, j: int, n: int) -> int:
-    return (first + 1 + (shift + j) % (n - 1)) % n
-
-
-def assign_replicas_rack_aware(broker_racks: Mapping[int, str], partitions: int, replication_factor: int, *,
-                               rng: random.Random | None = None, fixed_start_index: int = -1,
-                               start_partition_id: int = 0) -> list[tuple[int, ...]]:
-    """AdminUtils.assignReplicasToBrokersRackAware: replicas per partition (index = partition id -
-    start_partition_id). The leaders go round the rack-alternated list; each follower is the next broker of the
-    shifted walk on a rack without a replica yet (while there is one) and without a replica itself."""
-    if partitions <= 0:
-        raise ValueError(f"Number of partitions must be larger than 0, got {partitions}.")
-    if replication_factor <= 0:
-        raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-    if replication_factor > len(broker_racks):
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {replication_factor} larger than available brokers: {len(broker_racks)}.")
-    arranged = rack_alternated_broker_list(broker_racks)
-    n = len(arranged)
-    racks = len(set(broker_racks.values()))
-    if fixed_start_index >= 0:
-        start = shift = fixed_start_index
-    else:
-        if rng is None:
-            raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
-        start = rng.randrange(n)
-        shift = rng.randrange(n)
-    out = []
-    pid = max(0, start_partition_id)
-    for _ in range(partitions):
-        if pid > 0 and pid % n == 0:
-            shift += 1
-        first = (pid + start) % n
-        leader = arranged[first]
-        replicas = [leader]
-        racks_with = {broker_racks[leader]}
-        brokers_with = {leader}
-        k = 0
-        for _j in range(replication_factor - 1):
-            while True:
-                broker = arranged[_replica_index(first, shift * racks, k, n)]
-                rack = broker_racks[broker]
-                k += 1
-                if ((rack not in racks_with or len(racks_with) == racks)
-                        and (broker not in brokers_with or len(brokers_with) == n)):
-                    replicas.append(broker)
-                    racks_with.add(rack)
-                    brokers_with.add(broker)
-                    break
-        out.append(tuple(replicas))
-        pid += 1
-    return out
-
-
 def assign_replicas(brokers: Mapping[int, str | None], partitions: int, replication_factor: int,
                     rng: random.Random) -> list[tuple[int, ...]]:
     """AdminUtils.assignReplicasToBrokers over ``{broker id: rack or None}``: rack-unaware when no broker has a

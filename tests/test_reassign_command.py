@@ -12,6 +12,7 @@ import structlog
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controller import assignment
 from controller import reassign_tool as rt
 from controller.admin_files import (
     AdminFileError, format_reassignment_json, parse_reassignment_file, parse_topics_to_move_json,
@@ -93,9 +94,9 @@ def test_move_map_and_throttles_as_kafkas_unit_test():
 def test_rack_alternated_list_and_rack_aware_assignment_as_kafkas_unit_test():
     """AdminRackAwareTest.testGetRackAlternatedBrokerListAndAssignReplicasToBrokers."""
     racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
-    assert rt.rack_alternated_broker_list(racks) == [0, 3, 1, 5, 4, 2]
-    assert rt.rack_alternated_broker_list({b: r for b, r in racks.items() if b != 5}) == [0, 3, 1, 4, 2]
-    assert rt.assign_replicas_rack_aware(racks, 7, 3, fixed_start_index=0) == [
+    assert assignment.rack_alternated_broker_list(racks) == [0, 3, 1, 5, 4, 2]
+    assert assignment.rack_alternated_broker_list({b: r for b, r in racks.items() if b != 5}) == [0, 3, 1, 4, 2]
+    assert assignment.assign_replicas_rack_aware(racks, 7, 3, fixed_start_index=0) == [
         (0, 3, 1), (3, 1, 5), (1, 5, 4), (5, 4, 2), (4, 2, 0), (2, 0, 3), (0, 4, 2)]
 
 
