@@ -38,7 +38,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_segment_chunks
+from audit.log_rows import ReadStats, SegmentRef
 from audit.rows import COLUMNS, arrow_schema
 from events.log import LogError
 

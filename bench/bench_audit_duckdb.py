@@ -72,7 +72,7 @@ def main() -> None:
     from audit.log_rows import discover_segments, read_log_rows
     from audit.rows import arrow_schema
     from audit.spark_source import arrow_batches
-    from audit.sql_checks import ILLEGAL_TRANSITIONS_COUNT_SQL, ILLEGAL_TRANSITIONS_SQL, duckdb_connection
+    from audit.sql_checks import ILLEGAL_TRANSITIONS_COUNT_SQL, ILLEGAL_TRANSITIONS_SQL, duckdb_connection, legal_table
     from bench_audit import transitions_per_record
     from bench_audit_read import generate
 
@@ -107,7 +107,6 @@ def main() -> None:
     t = time.perf_counter()
     con.execute("CREATE TABLE audit_rows AS SELECT * FROM arrow_rows")
     load = time.perf_counter() - t
-    from audit.sql_checks import legal_table
     con.register("legal", legal_table())
     seconds, count = best(lambda: con.sql(ILLEGAL_TRANSITIONS_COUNT_SQL).fetchall()[0][0], args.repeat)
     duck["native"] = (seconds, count)
@@ -131,7 +130,6 @@ def main() -> None:
             con = duckdb.connect()
             con.execute(f"SET threads = {threads}")
             con.execute(f"CREATE VIEW audit_rows AS SELECT * FROM read_parquet('{out}/*/*.parquet')")
-            from audit.sql_checks import legal_table
             con.register("legal", legal_table())
             seconds, count = best(lambda: con.sql(ILLEGAL_TRANSITIONS_COUNT_SQL).fetchall()[0][0], args.repeat)
             print(f"duckdb parquet  {seconds:7.3f} s  threads={threads}: {count} illegal (read + check)", flush=True)
