@@ -18,6 +18,24 @@ class InvalidReplicationFactorError(ValueError):
     """Kafka's InvalidReplicationFactorException."""
 
 
+class AdminOperationError(ValueError):
+    """Kafka's AdminOperationException (e.g. racks on some brokers only, with rack-aware assignment enforced)."""
+
+
+def assign_replicas(brokers: Mapping[int, str | None], partitions: int, replication_factor: int, *,
+                    rng: random.Random, start_partition_id: int = 0) -> list[tuple[int, ...]]:
+    """AdminUtils.assignReplicasToBrokers over ``{broker id: rack or None}`` (RackAwareMode.Enforced, what topic
+    creation and kafka-reassign-partitions.sh use): rack-unaware when no broker has a rack (brokers in id order),
+    rack-aware when all have one; AdminOperationError when only some do."""
+    if not any(r is not None for r in brokers.values()):
+        return assign_replicas_to_brokers(sorted(brokers), partitions, replication_factor, rng=rng,
+                                          start_partition_id=start_partition_id)
+    if any(r is None for r in brokers.values()):
+        raise AdminOperationError("Not all brokers have rack information for replica rack aware assignment.")
+    return assign_replicas_rack_aware(brokers, partitions, replication_factor, rng=rng,
+                                      start_partition_id=start_partition_id)
+
+
 def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replication_factor: int, *,
                                rng: random.Random | None = None, fixed_start_index: int = -1,
                                start_partition_id: int = 0) -> list[tuple[int, ...]]:

@@ -16,7 +16,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from controller.assignment import InvalidReplicationFactorError, assign_replicas_rack_aware, assign_replicas_to_brokers
+from controller.assignment import AdminOperationError, assign_replicas
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -34,10 +34,6 @@ YOU_MUST_RUN_VERIFY_PERIODICALLY_MESSAGE = ("Warning: You must run --verify peri
                                             "completes, to ensure the throttle is removed.")
 
 
-class AdminOperationError(ValueError):
-    """Kafka's AdminOperationException (rack information missing on some brokers)."""
-
-
 def tp_text(tp: tuple[str, int]) -> str:
     return f"{tp[0]}-{tp[1]}"
 
@@ -52,20 +48,6 @@ def plural(n: int) -> str:
 
 
 # --- --generate -----------------------------------------------------------------------------------------------
-def assign_replicas(brokers: Mapping[int, str | None], partitions: int, replication_factor: int,
-                    rng: random.Random) -> list[tuple[int, ...]]:
-    """AdminUtils.assignReplicasToBrokers over ``{broker id: rack or None}``: rack-unaware when no broker has a
-    rack (brokers in id order), rack-aware when all have one; AdminOperationError when only some do."""
-    if not any(r is not None for r in brokers.values()):
-        if replication_factor > len(brokers):   # before the draw, as Kafka checks it
-            raise InvalidReplicationFactorError(
-                f"Replication factor: {replication_factor} larger than available brokers: {len(brokers)}.")
-        return assign_replicas_to_brokers(sorted(brokers), partitions, replication_factor, rng=rng)
-    if any(r is None for r in brokers.values()):
-        raise AdminOperationError("Not all brokers have rack information for replica rack aware assignment.")
-    return assign_replicas_rack_aware(brokers, partitions, replication_factor, rng=rng)
-
-
 def broker_metadata(live: Mapping[int, str | None], broker_list: Iterable[int],
                     enable_rack_awareness: bool) -> dict[int, str | None]:
     """ReassignPartitionsCommand.getBrokerMetadata: the brokers of ``broker_list`` that the cluster lists (others
@@ -90,7 +72,7 @@ def propose(current: Mapping[tuple[str, int], tuple[int, ...]], brokers: Mapping
     for topic in sorted(by_topic):
         parts = sorted(by_topic[topic])
         rf = len(current[(topic, parts[0])])
-        placed = assign_replicas(brokers, len(parts), rf, random.Random(f"{seed}/generate/{topic}"))
+        placed = assign_replicas(brokers, len(parts), rf, rng=random.Random(f"{seed}/generate/{topic}"))
         out.update(((topic, p), r) for p, r in enumerate(placed))
     return out
 

@@ -34,10 +34,10 @@ from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest
 from controller.store.zookeeper import ZooKeeper
 from events.journal import Journal
-from controller.assignment import assign_replicas_to_brokers
+from controller.assignment import assign_replicas
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, UNCLEAN as UNCLEAN_ELECTION, ApiPartitionReassignment, ControlledShutdown,
-    AlterPartitionReceived, AlterPartitionResponse, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
+    AlterPartitionReceived, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
     UncleanLeaderElectionEnable,
 )
 from events.records import (
@@ -462,6 +462,13 @@ class Simulation:
     def _live_broker_ids(self) -> list[int]:
         return sorted(b for b, broker in self.brokers.items() if broker.alive)
 
+    def _assign(self, partitions: int, rf: int, rng: random.Random, start_partition_id: int = 0) -> list[tuple]:
+        """Kafka's placement over the live brokers, rack-aware when the cluster has racks (every broker has one,
+        or none: the scenario's rule)."""
+        racks = self.scenario.cluster.racks
+        return assign_replicas({b: racks.get(b) for b in self._live_broker_ids()}, partitions, rf, rng=rng,
+                               start_partition_id=start_partition_id)
+
     def _placement(self, topic: str, first: int) -> random.Random:
         return random.Random(f"{self.seed}/{topic}/{first}")
 
@@ -470,8 +477,7 @@ class Simulation:
         if assignment is None:
             partitions = partitions or self.config.get_int("num.partitions")
             rf = replication_factor or self.config.get_int("default.replication.factor")
-            assignment = assign_replicas_to_brokers(self._live_broker_ids(), partitions, rf,
-                                                    rng=self._placement(name, 0))
+            assignment = self._assign(partitions, rf, self._placement(name, 0))
         assignment = tuple(tuple(r) for r in assignment)
         configs = tuple(sorted((k, str(v)) for k, v in (configs or {}).items()))
         self.topic_configs[name] = dict(configs)
@@ -484,9 +490,8 @@ class Simulation:
         existing = self.admin.get_full_replica_assignment_for_topics([topic])
         if assignment is None:
             rf = len(existing[(topic, 0)].replicas)
-            new = assign_replicas_to_brokers(self._live_broker_ids(), count - len(existing), rf,
-                                             rng=self._placement(topic, len(existing)),
-                                             start_partition_id=len(existing))
+            new = self._assign(count - len(existing), rf, self._placement(topic, len(existing)),
+                               start_partition_id=len(existing))
             added = {len(existing) + i: tuple(r) for i, r in enumerate(new)}
         else:
             added = {len(existing) + i: tuple(r) for i, r in enumerate(assignment)}

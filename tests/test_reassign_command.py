@@ -105,14 +105,14 @@ def test_rack_alternated_list_and_rack_aware_assignment_as_kafkas_unit_test():
        st.integers(1, 40), st.data(), st.integers(0, 2**32))
 def test_rack_aware_assignment_spreads_replicas_over_racks(racks, partitions, data, seed):
     rf = data.draw(st.integers(1, len(racks)))
-    placed = rt.assign_replicas(racks, partitions, rf, random.Random(seed))
+    placed = assignment.assign_replicas(racks, partitions, rf, rng=random.Random(seed))
     assert len(placed) == partitions
     n_racks = len(set(racks.values()))
     for replicas in placed:
         assert len(replicas) == rf and len(set(replicas)) == rf and set(replicas) <= set(racks)
         assert len({racks[b] for b in replicas}) == min(rf, n_racks)   # every rack, or one replica per rack
     # without racks, the rack-unaware placement the cluster uses for new topics, from the same draws
-    plain = rt.assign_replicas(dict.fromkeys(racks), partitions, rf, random.Random(seed))
+    plain = assignment.assign_replicas(dict.fromkeys(racks), partitions, rf, rng=random.Random(seed))
     assert plain == assign_replicas_to_brokers(sorted(racks), partitions, rf, rng=random.Random(seed))
 
 
@@ -122,7 +122,7 @@ def test_broker_metadata_and_mixed_racks():
         rt.broker_metadata({0: "a", 1: None}, [0, 1], True)
     assert rt.broker_metadata({0: "a", 1: None}, [0, 1], False) == {0: None, 1: None}
     with pytest.raises(rt.AdminOperationError, match="Not all brokers have rack information for replica rack"):
-        rt.assign_replicas({0: "a", 1: None}, 1, 1, random.Random(0))
+        assignment.assign_replicas({0: "a", 1: None}, 1, 1, rng=random.Random(0))
 
 
 def test_status_and_list_texts():

@@ -101,3 +101,4 @@ def test_a_new_controller_checks_5_s_after_it_takes_over():
     elected = [r for r in records if type(r) is ControllerElected]
     assert len(elected) == 2
     assert {t for t, _ in preferred_elections(records)} == {elected[1].timestamp_ms + 5_000}
+

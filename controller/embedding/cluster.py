@@ -21,7 +21,9 @@ import msgpack
 import numpy as np
 import structlog
 
-from controller.assignment import InvalidReplicationFactorError, assign_replica_matrix, assign_replicas_to_brokers
+from controller.assignment import (
+    AdminOperationError, InvalidReplicationFactorError, assign_replica_matrix, assign_replicas,
+)
 from controller.config import KafkaConfig, check_config_name, check_config_value
 from controller.embedding.broker_columns import (
     BrokerColumns, LeaderAndIsrTable, MetadataImage, MetadataView, int32s, isr_block,
@@ -520,10 +522,13 @@ class Cluster:
                 raise InvalidPartitionsError("Number of partitions must be larger than 0.")
             if rf <= 0:
                 raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-            live = sorted(b for b, s in self.brokers.items() if s.alive)
-            matrix = assign_replica_matrix(live, partitions, rf, rng=self._placement_rng(name, 0))
-            assignment = tuple(map(tuple, matrix.tolist()))
-            self._replica_matrix.prime(assignment, matrix)
+            racks = self._live_racks()
+            if not any(r is not None for r in racks.values()):
+                matrix = assign_replica_matrix(sorted(racks), partitions, rf, rng=self._placement_rng(name, 0))
+                assignment = tuple(map(tuple, matrix.tolist()))
+                self._replica_matrix.prime(assignment, matrix)
+            else:
+                assignment = tuple(self._assign(racks, partitions, rf, self._placement_rng(name, 0)))
         else:
             assignment = tuple(map(tuple, assignment))
         topic_configs = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
@@ -542,13 +547,22 @@ class Cluster:
         if assignment is None:
             if count is None or count <= len(existing):
                 raise ClusterError(f"topic {topic} has {len(existing)} partitions; pass a larger count")
-            live = sorted(b for b, s in self.brokers.items() if s.alive)
             rf = len(existing[(topic, 0)].replicas)
-            new = assign_replicas_to_brokers(live, count - len(existing), rf,
-                                             rng=self._placement_rng(topic, len(existing)),
-                                             start_partition_id=len(existing))
+            new = self._assign(self._live_racks(), count - len(existing), rf,
+                               self._placement_rng(topic, len(existing)), start_partition_id=len(existing))
             assignment = {len(existing) + i: r for i, r in enumerate(new)}
         self._input(at, PartitionsAdded, topic, tuple((p, tuple(r)) for p, r in sorted(assignment.items())))
+
+    def _live_racks(self) -> dict[int, str | None]:
+        return {b: s.rack for b, s in sorted(self.brokers.items()) if s.alive}
+
+    @staticmethod
+    def _assign(racks: dict, partitions: int, rf: int, rng, start_partition_id: int = 0) -> list[tuple[int, ...]]:
+        """Kafka's placement over the live brokers: rack-aware when they all have a rack (broker.rack)."""
+        try:
+            return assign_replicas(racks, partitions, rf, rng=rng, start_partition_id=start_partition_id)
+        except AdminOperationError as e:
+            raise ClusterError(str(e)) from None
 
     def delete_topic(self, topic: str, at: int | None = None) -> None:
         """Mark a topic for deletion as ``kafka-topics.sh --delete`` does (``/admin/delete_topics/<topic>``);
