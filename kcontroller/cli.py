@@ -13,7 +13,7 @@ from controller.embedding.cluster import ClusterError
 from controller.embedding.demo import DemoSpec, run_demo
 from events.log import LogError, LogReader
 from kcontroller import cli_audit, cli_cluster, cli_export, cli_quorum, cli_simulate, cli_sweep, cli_whatif
-from kcontroller import completion, progress
+from kcontroller import completion, progress, replay_many
 from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, RecordClock, configure_logging, use_clock
 from statemachines.cluster_view import ClusterView, DescribeOptions, fold_log
@@ -92,11 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     replay = sub.add_parser("replay", help="re-run a log's inputs on a fresh engine and check it writes the same "
                                            "records, byte for byte, and reaches the same state; exit 1 on any "
-                                           "difference")
-    replay.add_argument("log_dir", metavar="LOG_DIR", help="an event log directory")
+                                           "difference; many logs: a verdict per log, in process or on Spark")
+    replay.add_argument("paths", nargs="+", metavar="PATH",
+                        help="an event log directory, or directories holding many (searched recursively: a "
+                             "sweep's output, a directory of runs)")
     replay.add_argument("--from-snapshot", action="store_true",
                         help="start from the log's latest ClusterSnapshot and replay only the tail after it")
     replay.add_argument("--json", action="store_true", help="print the result as JSON")
+    replay_many.add_options(replay)
     progress.add_option(replay)
 
     describe = sub.add_parser("describe", help="the cluster as the log says it was, in the layout of "
@@ -227,6 +230,9 @@ def _replay_report(args: argparse.Namespace, doc: dict, text: str, ok: bool) -> 
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    args.log_dir = replay_many.single_log(args)
+    if args.log_dir is None:
+        return replay_many.cmd_replay_many(args)
     from controller.embedding.replay import latest_cluster_snapshot, replay_records
     from sim.sim_replay import is_simulation_log, replay_simulation
     first = next(iter(LogReader(args.log_dir).records()), None)
