@@ -3,8 +3,8 @@ this process with ``--engine local``), write each run's log to DIR/seed-<S>, aud
 the distribution of the simulation's metrics across the seeds (:mod:`kcontroller.sweep`).
 
 Everything, each seed's summary included, goes to DIR/sweep.json (``--json`` prints it). Exit status 0
-when every run finished and the audit found nothing, 1 when the audit found violations, 2 on errors
-(a failed run included). On a terminal a progress bar counts the runs done (their log directories
+when every run finished and the audit found nothing, 1 when the audit found violations (or, with
+``--verify``, a log did not replay the same), 2 on errors (a failed run included). On a terminal a progress bar counts the runs done (their log directories
 as they appear in DIR) out of N, then the audit.
 """
 from __future__ import annotations
@@ -45,6 +45,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "started, or local[*])")
     p.add_argument("--jobs", type=int, default=1, metavar="J",
                    help="with --engine local: run the seeds in J worker processes (default: 1, in this process)")
+    p.add_argument("--verify", action="store_true",
+                   help="also replay every log (on the sweep's engine, one Spark task per log) and check it is "
+                        "written again byte for byte; exit 1 if one is not")
     p.add_argument("--json", action="store_true", help=f"print the whole result ({SWEEP_FILE}) as JSON")
     progress.add_option(p)
     return p
@@ -94,7 +97,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         with progress.Poller(args.progress, lambda: len(glob.glob(pattern)), total=len(seeds), unit="run",
                              desc=f"sweep ({where})", unit_scale=False):
             result = run_sweep(scenario, args.out, seeds, engine=args.engine, spark=spark, jobs=args.jobs,
-                               log_level=args.log_level)
+                               log_level=args.log_level, verify=args.verify)
     finally:
         if created and spark is not None:
             spark.stop()
@@ -110,4 +113,4 @@ def cmd_sweep(args: argparse.Namespace) -> int:
               f"everything in {os.path.join(args.out, SWEEP_FILE)}")
     if result.failed:
         return EXIT_ERROR
-    return EXIT_VIOLATIONS if result.violations else EXIT_OK
+    return EXIT_VIOLATIONS if result.violations or result.not_replayed else EXIT_OK

@@ -21,6 +21,8 @@ is :func:`run_sweep` with argument parsing and printing.
 3. The finished runs' logs are audited: :mod:`audit.spark_engine` over :mod:`audit.spark_source` on the
    same session, or :mod:`audit.local_engine` over :mod:`audit.log_rows`. Each ``DIR/seed-S`` is one
    audit run (run id: that path, normalised); violations are reported per seed.
+   With ``verify``, the logs are also replayed (:mod:`kcontroller.replay_many`, one Spark task per log on the
+   same session, or one after another in process): each must be written again, byte for byte.
 4. :func:`sweep_document` is the result (also ``DIR/sweep.json`` and ``--json``): the scenario, the audit,
    per metric its distribution across seeds (:func:`distribution`), and every seed's summary.
 
@@ -291,6 +293,7 @@ class SweepResult:
     report: Report | None     # the audit of the finished runs' logs; None if none finished
     run_seconds: float        # wall time of the runs ...
     audit_seconds: float      # ... and of the audit
+    verify_seconds: float = 0.0   # ... and of the replay of the logs (``verify``)
 
     @property
     def failed(self) -> list[dict]:
@@ -300,12 +303,20 @@ class SweepResult:
     def violations(self) -> int:
         return self.document["audit"]["violations"] if self.document["audit"] else 0
 
+    @property
+    def not_replayed(self) -> int:
+        """With ``verify``: the logs whose replay diverged or could not read them (0 without ``verify``)."""
+        v = self.document.get("verify")
+        return v["diverged"] + v["unreadable"] if v else 0
+
 
 def run_sweep(scenario: Scenario, out_dir: str, seeds: Sequence[int], *, engine: str = "spark", spark=None,
-              jobs: int = 1, log_level: str | None = None, overwrite: bool = False) -> SweepResult:
+              jobs: int = 1, log_level: str | None = None, overwrite: bool = False,
+              verify: bool = False) -> SweepResult:
     """Run ``scenario`` once per seed into ``out_dir`` (see :func:`prepare_out_dir` for ``overwrite``), audit
-    the logs, and write ``out_dir``/sweep.json. ``engine`` "spark" needs ``spark``, a session; "local" runs
-    in ``jobs`` processes. ``log_level`` is set in worker processes (default: critical)."""
+    the logs, with ``verify`` replay them (:func:`verify_logs`), and write ``out_dir``/sweep.json. ``engine``
+    "spark" needs ``spark``, a session; "local" runs in ``jobs`` processes. ``log_level`` is set in worker
+    processes (default: critical)."""
     if engine not in ENGINES:
         raise SweepError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     if engine == "spark" and spark is None:
@@ -326,9 +337,26 @@ def run_sweep(scenario: Scenario, out_dir: str, seeds: Sequence[int], *, engine:
     paths = [glob.escape(os.path.join(out_dir, r["log_dir"])) for r in runs if "error" not in r]
     report = audit_logs(paths, spark if engine == "spark" else None) if paths else None
     audited = time.monotonic()
-    document = sweep_document(scenario, out_dir, runs, report)
+    verified = verify_logs(out_dir, runs, spark if engine == "spark" else None) if verify else None
+    document = sweep_document(scenario, out_dir, runs, report, verified)
     write_text_atomically(os.path.join(out_dir, SWEEP_FILE), dump_document(document))
-    return SweepResult(document, runs, report, ran - started, audited - ran)
+    return SweepResult(document, runs, report, ran - started, audited - ran, time.monotonic() - audited)
+
+
+def verify_logs(out_dir: str, runs: Sequence[dict], spark=None) -> dict:
+    """Replay the finished runs' logs (:mod:`kcontroller.replay_many`: as Spark tasks on ``spark`` if given,
+    else in process) and return ``{"logs", "same", "diverged", "unreadable", "failed"}`` for the sweep's
+    document: ``failed`` lists the seeds whose log did not replay the same, with the offset and what differed
+    (or why it could not be read)."""
+    from kcontroller.replay_many import DIVERGED, SAME, UNREADABLE, replay_local, replay_spark
+    seed_of = {os.path.normpath(os.path.join(out_dir, r["log_dir"])): r["seed"] for r in runs if "error" not in r}
+    logs = sorted(seed_of)
+    verdicts = replay_spark(spark, logs) if spark is not None else replay_local(logs)
+    count = {v: sum(1 for x in verdicts if x["verdict"] == v) for v in (SAME, DIVERGED, UNREADABLE)}
+    failed = sorted(({"seed": seed_of[os.path.normpath(x["log_dir"])], "verdict": x["verdict"], "offset": x["offset"],
+                      "divergence": x["divergence"], "error": x["error"]} for x in verdicts if x["verdict"] != SAME),
+                    key=lambda f: f["seed"])
+    return {"logs": len(verdicts), **count, "failed": failed}
 
 
 def _violation_entry(v, seed_of_run: dict, out_dir: str) -> dict:
@@ -339,9 +367,11 @@ def _violation_entry(v, seed_of_run: dict, out_dir: str) -> dict:
             "to_state": v.to_state, "detail": v.detail}
 
 
-def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], report: Report | None) -> dict:
+def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], report: Report | None,
+                   verify: dict | None = None) -> dict:
     """The sweep's results as JSON-ready data: nothing in it depends on the engine, the order the runs
-    finished in, or where ``out_dir`` is (log paths are relative to it)."""
+    finished in, or where ``out_dir`` is (log paths are relative to it). ``verify`` (:func:`verify_logs`)
+    goes in as ``verify`` when given."""
     runs = sorted(runs, key=lambda r: r["seed"])
     finished = [r for r in runs if "error" not in r]
     seed_of_run = {os.path.normpath(os.path.join(out_dir, r["log_dir"])): r["seed"] for r in finished}
@@ -368,7 +398,7 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
         else:
             per_seed.append({"seed": r["seed"], "log_dir": r["log_dir"], "records": r["records"],
                              "violations": violations_of_seed[r["seed"]], "summary": r["summary"]})
-    return {
+    document = {
         "scenario": scenario.name,
         "source": scenario.source,
         "simulated_s": scenario.duration_ms / 1000,
@@ -379,6 +409,9 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
         "metrics": metric_distributions([r["summary"] for r in finished]),
         "runs": per_seed,
     }
+    if verify is not None:
+        document["verify"] = verify
+    return document
 
 
 def dump_document(document: dict) -> str:
@@ -471,6 +504,14 @@ def format_sweep(document: dict, out_dir: str, shown_violations: int = 20) -> st
         if a["findings"]:
             lines.append("findings (not violations): " + ", ".join(
                 f"{k} {n}" for k, n in a["findings_by_kind"].items() if n))
+    v = d.get("verify")
+    if v is not None:
+        verdict = "every log written again, byte for byte" if v["same"] == v["logs"] else \
+            f"{v['diverged']} DIVERGED, {v['unreadable']} UNREADABLE"
+        lines.append(f"replay of the {v['logs']} logs: {verdict}")
+        for f in v["failed"][:shown_violations]:
+            lines.append(f"  seed {f['seed']}: " + (f"diverged at {f['divergence']}" if f["verdict"] == "diverged"
+                                                     else f"unreadable: {f['error']}"))
     lines.append("")
     if d["metrics"]:
         lines.extend(format_table(d["metrics"], d["finished"]))
