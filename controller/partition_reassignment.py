@@ -251,10 +251,22 @@ class PartitionReassignmentMixin:
 
     def _update_replica_assignment_for_partition(self, tp: tuple, assignment: ReplicaAssignment) -> None:
         ctx = self.context
-        topic = tp[0]
-        by_partition = ctx.partition_full_replica_assignment_for_topic(topic)
-        by_partition[tp[1]] = assignment
-        self.zk.set_topic_assignment(topic, self._topic_id(topic), by_partition, ctx.epoch_zk_version)
+        topic, p = tp
+        # Kafka writes the topic's whole assignment with this partition's replaced: built from the columns.
+        ts = ctx.topics.get(topic)
+        if ts is None or p >= len(ts):
+            by_partition = ctx.partition_full_replica_assignment_for_topic(topic)
+            by_partition[p] = assignment
+            self.zk.set_topic_assignment(topic, self._topic_id(topic), by_partition, ctx.epoch_zk_version)
+        else:
+            tuples = ctx.pool.tuples
+            replicas = [tuples[c] for c in ts.rcode]
+            adding, removing = dict(ts.adding), dict(ts.removing)
+            replicas[p] = tuple(assignment.replicas)
+            adding[p] = tuple(assignment.adding_replicas)
+            removing[p] = tuple(assignment.removing_replicas)
+            self.zk.set_topic_assignment_rows(topic, self._topic_id(topic), replicas, adding, removing,
+                                              ctx.epoch_zk_version)
         self.journal.emit(ReplicaAssignmentChanged, topic, tp[1], tuple(assignment.replicas),
                           tuple(assignment.adding_replicas), tuple(assignment.removing_replicas))
         self._log.info(f"Successfully updated assignment of partition {TopicPartition(*tp)} to {assignment}")

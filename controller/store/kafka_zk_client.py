@@ -62,7 +62,7 @@ from controller.store.zk_data import (
     decode_topic_columns, delete_topic_path, encode_broker_info, encode_cluster_id, encode_config_change_notification,
     encode_controller, encode_controller_epoch, encode_entity_config, encode_feature_znode,
     encode_isr_change_notification, encode_log_dir_event, encode_leader_and_isr, encode_partition_reassignment,
-    encode_partition_state, encode_preferred_replica_election, encode_topic, encode_topic_matrix,
+    encode_partition_state, encode_preferred_replica_election, encode_topic, encode_topic_matrix, encode_topic_rows,
     isr_change_notification_path, log_dir_event_notification_path, random_uuid, sequence_number,
     topic_partition_path, topic_partitions_path, topic_path,
 )
@@ -644,6 +644,14 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         """Overwrite ``/brokers/topics/<t>``; ``assignment`` maps (topic, p) or p to a ReplicaAssignment or replicas."""
         by_partition = {_partition(k): _assignment(v) for k, v in assignment.items()}
         self._write_checked(SetDataOp(topic_path(topic), encode_topic(topic_id, by_partition)),
+                            expected_controller_epoch_zk_version)
+
+    def set_topic_assignment_rows(self, topic: str, topic_id: str | None, replicas: Sequence[tuple],
+                                  adding: Mapping[int, tuple], removing: Mapping[int, tuple],
+                                  expected_controller_epoch_zk_version: int = ANY_VERSION) -> None:
+        """``set_topic_assignment`` for partitions 0..n-1 given as replica tuples (index = partition id) and the
+        adding / removing replicas of those being reassigned."""
+        self._write_checked(SetDataOp(topic_path(topic), encode_topic_rows(topic_id, replicas, adding, removing)),
                             expected_controller_epoch_zk_version)
 
     def create_topic_assignment(self, topic: str, topic_id: str | None, assignment: Mapping) -> None:

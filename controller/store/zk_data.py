@@ -539,6 +539,36 @@ def _matrix_map_json(replicas: np.ndarray) -> str:
     return "{" + ",".join(map(str.__add__, prefixes, map(lists.__getitem__, codes[order].tolist()))) + "}"
 
 
+def encode_topic_rows(topic_id: str | None, replicas: Sequence[tuple], adding: Mapping[int, tuple],
+                      removing: Mapping[int, tuple]) -> bytes:
+    """``encode_topic`` of the partitions 0..n-1 given as their replica tuples (index = partition id) and the
+    adding / removing replicas of those being reassigned: the same bytes, without an object per partition (a
+    reassignment rewrites the whole topic znode for each of its partitions, as Kafka does)."""
+    n = len(replicas)
+    if n:
+        order, prefixes = _consecutive_key_prefixes(n)
+        partitions = "{" + ",".join(map(str.__add__, prefixes,
+                                        [_int_list_json(replicas[p]) for p in order.tolist()])) + "}"
+    else:
+        partitions = "{}"
+    return _topic_json(topic_id, partitions, _ids_map_json(adding), _ids_map_json(removing))
+
+
+def _ids_map_json(by_partition: Mapping[int, tuple]) -> str:
+    """``_partition_map_json`` of {str(p): ids} for the partitions with a non-empty tuple, inserted in partition
+    order (as ``encode_topic`` inserts them): the key order found as arrays, not per key set in Python."""
+    ps = sorted(p for p, ids in by_partition.items() if ids)
+    if len(ps) <= 64:
+        return _partition_map_json({str(p): tuple(by_partition[p]) for p in ps})
+    pa = np.asarray(ps, dtype=np.int64)
+    h = _java_hash_of_ids(pa) & 0xFFFFFFFF
+    h = h ^ (h >> 16)
+    h = np.where(h >= 1 << 31, h - (1 << 32), h)          # _i32
+    size = _table_size(len(ps), 16)
+    order = np.lexsort((np.arange(len(ps)), h, h & (size - 1))).tolist()
+    return "{" + ",".join(f'"{ps[i]}":{_int_list_json(tuple(by_partition[ps[i]]))}' for i in order) + "}"
+
+
 def encode_topic_matrix(topic_id: str | None, replicas: np.ndarray) -> bytes:
     """``encode_topic(topic_id, {p: ReplicaAssignment(tuple(replicas[p]))})`` for the partitions 0..n-1 of an
     (n, rf) integer matrix, none being reassigned; the bytes' columns are remembered (``decode_topic_columns``
