@@ -127,7 +127,7 @@ def log_start_ms(first: tuple | None) -> int:
 
 
 def _timestamp(ms: int) -> str:
-    t = _EPOCH + _dt.timedelta(milliseconds=ms)
+    t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
     return t.strftime("%Y-%m-%d %H:%M:%S") + f",{ms % 1000:03d}"
 
 
@@ -149,6 +149,7 @@ class KafkaLogFormatter:
         self.min_level = LEVELS[min_level]
         self.layout = layout
         self.start_ms = start_ms
+        self._stamp = (None, "")   # the last record time formatted: runs of records share one
         self._pending_update_metadata: list[RequestSent] = []
 
     def format(self, records: Iterable[tuple]) -> Iterator[str]:
@@ -252,17 +253,21 @@ class KafkaLogFormatter:
         if LEVELS[level] < self.min_level:
             return False
         prefix = f"[Controller id={rec.controller_id} epoch={rec.controller_epoch}] "
+        if self.layout == "message":
+            out.append(prefix + message)
+            return True
+        ms = rec.timestamp_ms
+        if self._stamp[0] != ms:
+            self._stamp = (ms, _timestamp(self.start_ms + ms))
         if self.layout == "json":
-            entry = {"time": _timestamp(self.start_ms + rec.timestamp_ms), "time_ms": rec.timestamp_ms,
+            entry = {"time": self._stamp[1], "time_ms": ms,
                      "level": level, "logger": "state.change.logger", "controller_id": rec.controller_id,
                      "controller_epoch": rec.controller_epoch, "offset": rec.offset, "message": prefix + message}
             if exception is not None:
                 entry["exception"] = exception
             out.append(json.dumps(entry))
-        elif self.layout == "message":
-            out.append(prefix + message)
         else:
-            out.append(f"[{_timestamp(self.start_ms + rec.timestamp_ms)}] {level} {prefix}{message} (state.change.logger)")
+            out.append(f"[{self._stamp[1]}] {level} {prefix}{message} (state.change.logger)")
         return True
 
 
