@@ -20,7 +20,7 @@ from statemachines.cluster_view import ClusterView, DescribeOptions, fold_log
 from statemachines.errors import RecordValueError
 from statemachines.kafka_log_format import DEFAULT_START_TIME, START_TIME_CONFIG, KafkaLogFormatter, StartTimeError
 from statemachines.kafka_log_format import LEVELS as KAFKA_LEVELS
-from statemachines.kafka_log_format import format_start_time, log_start_ms, parse_start_time, wall_time
+from statemachines.kafka_log_format import format_start_time, log_start_ms, parse_start_time
 
 EXIT_OK, EXIT_ERROR = 0, 2
 
