@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from events.segment import SEGMENT_SUFFIX
 
 ENGINES = ("auto", "local", "spark")
-# From this many logs on, ``auto`` replays on Spark. A small sweep log replays in ~0.1-0.3 s here, while
-# starting a local Spark session and its Python workers costs ~10-15 s (docs/benchmarks.md, "Replay of many
-# logs"): below a few hundred logs the session costs more than the second core saves.
+# From this many logs on, ``auto`` replays on Spark. A sweep log of 150 simulated seconds replays in ~0.4 s in
+# process, while starting a local Spark session and its first job costs ~20-30 s more and each task ~0.6 s on a
+# busy 2-core machine (docs/benchmarks.md, "Replay of many logs"): below a few hundred logs Spark only pays off
+# on a cluster, where --engine spark asks for it.
 AUTO_SPARK_LOGS = 500
 SAME, DIVERGED, UNREADABLE = "same", "diverged", "unreadable"
 VERDICTS = (SAME, DIVERGED, UNREADABLE)
@@ -285,7 +286,8 @@ def add_options(p) -> None:
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="with many logs: local replays them one after another in this process; spark as one "
                         "Spark job, one task per log; auto: Spark from "
-                        f"{AUTO_SPARK_LOGS} logs on (or when a session is running), else local (default: auto)")
+                        f"{AUTO_SPARK_LOGS} logs on, with --master, or when a Spark session is running "
+                        "(spark-submit), else local (default: auto)")
     p.add_argument("--master", metavar="URL", default=None,
                    help="Spark master for --engine spark/auto (local[N], spark://host:port, ...; default: the "
                         "session spark-submit started, or local[*])")
@@ -314,13 +316,12 @@ def cmd_replay_many(args) -> int:
     """``kcontroller replay PATH...`` for anything but one log: a verdict per log and a summary line."""
     from kcontroller import progress
     found_logs = find_logs(args.paths).logs
+    if args.master is not None and args.engine == "local":
+        return _error("--master is for --engine spark (or auto, which it makes spark)")
     try:
-        engine = choose_engine(args.engine, len(found_logs))
+        engine = "spark" if args.master is not None else choose_engine(args.engine, len(found_logs))
     except ReplayInputError as exc:
         return _error(str(exc))
-    if args.master is not None and engine != "spark":
-        return _error("--master is for --engine spark (or auto)" if args.engine == "local"
-                      else "--master goes with --engine spark")
     spark = created = None
     where = "this process"
     if engine == "spark" and found_logs:
