@@ -37,9 +37,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="where the logs (DIR/seed-<S>) and DIR/sweep.json go; on a cluster, a file system "
                         "the driver and every executor see at the same path")
     p.add_argument("--overwrite", action="store_true", help="replace an earlier sweep in DIR")
-    p.add_argument("--engine", choices=ENGINES, default="spark",
+    p.add_argument("--engine", choices=("auto", *ENGINES), default="auto",
                    help="spark: one Spark task per seed, audit on Spark; local: no JVM, the runs in this "
-                        "process (or --jobs processes) and the audit in process (default: %(default)s)")
+                        "process (or --jobs processes) and the audit in process; auto: spark when --master is "
+                        "given or the command runs under spark-submit (a Spark session is active), else local "
+                        "(default: %(default)s)")
     p.add_argument("--master", metavar="URL", default=None,
                    help="Spark master (local[N], spark://host:port, ...; default: the session spark-submit "
                         "started, or local[*])")
@@ -65,6 +67,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return _error(f"--first-seed must be in 0..{MAX_SEED - args.seeds}, got {args.first_seed}")
     if not 1 <= args.jobs <= 1024:
         return _error(f"--jobs must be in 1..1024, got {args.jobs}")
+    if args.engine == "auto":
+        args.engine = "spark" if args.master is not None or active_session() is not None else "local"
     if args.engine == "local" and args.master is not None:
         return _error("--master is for --engine spark")
     if args.engine == "spark" and args.jobs != 1:

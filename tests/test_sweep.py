@@ -140,8 +140,21 @@ def test_bad_options_are_errors(small, tmp_path, capsys):
     out = str(tmp_path / "o")
     assert main(["sweep", small, "--seeds", "0", "--engine", "local", "--out", out]) == 2
     assert main(["sweep", small, "--seeds", "1", "--engine", "local", "--master", "local[1]", "--out", out]) == 2
-    assert main(["sweep", small, "--seeds", "1", "--jobs", "2", "--out", out]) == 2
+    assert main(["sweep", small, "--seeds", "1", "--jobs", "2", "--engine", "spark", "--out", out]) == 2
     assert capsys.readouterr().err.count("kcontroller: error:") == 3
+
+
+def test_auto_runs_in_process_unless_spark_is_asked_for(small, tmp_path, monkeypatch):
+    import kcontroller.cli_sweep as cli_sweep
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("auto started Spark without --master or an active session")
+    monkeypatch.setattr(cli_sweep, "spark_session", no_spark)
+    monkeypatch.setattr(cli_sweep, "active_session", lambda: None)
+    out = tmp_path / "o"
+    assert main(["sweep", small, "--seeds", "2", "--jobs", "2", "--out", str(out)]) == 0
+    document = json.loads((out / "sweep.json").read_text())
+    assert len(document["seeds"]) == 2 and not document["failed"]
 
 
 def test_a_run_that_fails_is_reported_and_the_others_are_audited(small, tmp_path, capsys, monkeypatch):
