@@ -186,8 +186,8 @@ class ConfigChanged(NamedTuple):
     controller_epoch: int
     timestamp_ms: int
     cause_offset: int
-    entity_type: str           # "broker" (cluster default) or "topic"
-    entity_name: str           # "" for the cluster-wide broker default
+    entity_type: str           # "broker" (cluster default or one broker) or "topic"
+    entity_name: str           # topic name, a broker id, or "" for the cluster-wide broker default
     name: str                  # e.g. "unclean.leader.election.enable"
     value: str | None
 
