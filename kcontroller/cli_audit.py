@@ -28,10 +28,10 @@ SHOWN = 20  # violations and findings printed on stdout; the reports hold up to 
 def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("audit", help="check the transitions of event logs and Kafka state-change/controller "
                                      "logs: legality, continuity, leaders, ISRs, controller epochs; exit 1 on "
-                                     "violations, 2 when an input cannot be read")
+                                     "an error found (see --fail-on), 2 when an input cannot be read")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="an event-log directory, a directory of them, a Kafka log file, a directory of Kafka log "
-                        "files, or a glob of any of these")
+                        "files, a Parquet export of audit rows (kcontroller export), or a glob of any of these")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="local: in process (no JVM); spark: Spark DataFrames; auto: local below --spark-threshold "
                         "bytes of input, Spark above (default: %(default)s)")
