@@ -103,7 +103,7 @@ def test_every_log_gets_a_verdict_and_the_tampered_one_names_its_offset(runs, ca
     assert list(by_log) == sorted(by_log) and len(by_log) == 5
     assert by_log[str(runs / "cluster" / "demo")].startswith(f"{runs / 'cluster' / 'demo'}: same: cluster, ")
     assert "final state digest 2:" in by_log[str(runs / "cluster" / "demo")]
-    assert f"same: simulation 'small-unclean' (seed 6)" in by_log[str(runs / "sweep" / "seed-6")]
+    assert "same: simulation 'small-unclean' (seed 6)" in by_log[str(runs / "sweep" / "seed-6")]
     tampered = by_log[str(runs / "tampered")]
     assert f"DIVERGED at offset {TAMPERED_AT}: expected " in tampered and ", got " in tampered
     assert f"after {TAMPERED_AT} identical records" in tampered
