@@ -1,166 +1,247 @@
-"""The audit's HTML report: one self-contained page (no script, no external file) from the JSON report.
+"""The audit's HTML report: one self-contained page from the JSON report, rendered from a jinja2 template.
 
-Sections: the verdict, the inputs (with their notes: KRaft files, lines not understood), counts per
-violation and finding kind, per run, a chart of transitions, violations and findings over time (inline
-SVG), and the listed violations and findings with where each was found. Everything comes from
-:meth:`audit.runner.AuditResult.to_json`, so the page says nothing the JSON does not.
+The template is ``audit/templates/report.html.j2`` (package data); this module turns the JSON report
+(:meth:`audit.runner.AuditResult.to_json`) into what the template shows, so the page says nothing the
+JSON does not. Sections: the verdict; per run, a swimlane on that run's own time axis (runs of different
+clusters and years are never drawn on one axis) with its violations and its findings grouped by cause;
+counts per kind with what each kind means; the inputs; the violations; the findings by cause, and each.
+Every table sorts (click a heading) and filters (the box above it) by a small inline script: no external
+file, so the page opens offline.
+
+Times of our own event logs are simulated milliseconds from the run's start; they are shown on the run's
+calendar, from its first record (:func:`audit.timeline.run_start_ms`).
 """
 from __future__ import annotations
 
 import datetime as _dt
-from html import escape
+import math
+import os
 
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;
-padding:0 1em}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.8em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:.5em 0;width:100%}th,td{border:1px solid #ddd;padding:3px 6px;
-text-align:left;vertical-align:top}th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
-.verdict{display:inline-block;padding:.2em .7em;border-radius:4px;color:#fff;font-weight:600}
-.clean{background:#2e7d32}.violations{background:#c62828}.errors{background:#6a1b9a}
-.note{background:#fff8e1;border-left:4px solid #f9a825;padding:.3em .6em;margin:.3em 0}
-.muted{color:#777}code{font-size:12px}
-"""
+import jinja2
+
+from audit.timeline import is_wall_clock, run_start_ms
+
+EVENT_LOG, KAFKA_LOG, PARQUET = "event-log", "kafka-log", "parquet"   # audit.runner's input types
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+# The errors Kafka names on a failed state change ("failed transitions by error").
+FAILURE_MEANINGS = {
+    "NoReplicaOnlineException": "no live replica could lead the partition (none in the ISR, and unclean "
+                                "election off; or no replica alive at all)",
+    "StateChangeFailedException": "the controller could not make the change: not legal from the current state, "
+                                  "or the election it needed found no leader",
+    "IllegalStateException": "the controller found its own state inconsistent and refused the change",
+    "ControllerMovedException": "this broker stopped being the controller while making the change",
+    "ZkNodeExistsException": "a znode the change had to create already existed",
+    "unknown": "a failed change whose log line names no error",
+}
+_FAILURE_FALLBACK = "a failed state change, with the error Kafka logged (see the failed transitions' log lines)"
+
+_LANE_W, _LANE_LEFT, _LANE_RIGHT = 1000, 8, 8
 
 
-def _fmt_time(ms: int | None, absolute: bool) -> str:
+def failure_meaning(error: str) -> str:
+    return FAILURE_MEANINGS.get(error, _FAILURE_FALLBACK)
+
+
+def _fmt(ms: int | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
     if ms is None:
         return ""
-    if absolute:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-    return f"{ms / 1000:.1f} s"
+    return _dt.datetime.fromtimestamp(ms / 1000, _dt.timezone.utc).strftime(fmt)
 
 
-def _chart(timeline: dict) -> str:
-    transitions = timeline.get("transitions") or []
-    if not transitions:
-        return '<p class="muted">No transition in the input carries a time: nothing to draw.</p>'
-    violations, findings = timeline["violations"], timeline["findings"]
-    start, width = timeline["start_ms"], timeline["bucket_ms"]
-    absolute = start > 10 ** 11  # wall-clock milliseconds (Kafka logs), not simulated time from 0
-    n = len(transitions)
-    w, h, left, bottom, top = 1100, 260, 60, 40, 16
-    plot_w, plot_h = w - left - 10, h - bottom - top
-    peak = max(transitions) or 1
-    peak_v = max(max(violations), max(findings)) or 1
-    bar = plot_w / n
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
-             f'aria-label="transitions, violations and findings over time">',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#999"/>']
-    for i, c in enumerate(transitions):
-        if c:
-            bh = plot_h * c / peak
-            parts.append(f'<rect x="{left + i * bar:.1f}" y="{top + plot_h - bh:.1f}" width="{max(bar - 1, 1):.1f}" '
-                         f'height="{bh:.1f}" fill="#90caf9"><title>{c} transitions</title></rect>')
-    for series, colour, offset in ((violations, "#c62828", 0.3), (findings, "#f9a825", 0.7)):
-        for i, c in enumerate(series):
-            if c:
-                y = top + plot_h - plot_h * c / peak_v
-                parts.append(f'<circle cx="{left + (i + offset) * bar:.1f}" cy="{y:.1f}" r="4" fill="{colour}">'
-                             f'<title>{c}</title></circle>')
-    for i in range(0, n + 1, max(1, n // 6)):
-        x = left + i * bar
-        parts.append(f'<text x="{x:.1f}" y="{h - bottom + 16}" font-size="11" text-anchor="middle">'
-                     f'{escape(_fmt_time(start + i * width, absolute))}</text>')
-    parts.append(f'<text x="{left - 6}" y="{top + 10}" font-size="11" text-anchor="end">{peak}</text>')
-    parts.append(f'<text x="{left}" y="{h - 4}" font-size="11">bars: transitions per {width} ms (left scale, '
-                 f'peak {peak}); red dots: violations, amber dots: findings (own scale, peak {peak_v})</text>')
-    parts.append("</svg>")
-    caption = ('<p class="muted">Violations and findings drawn are those listed in this report; their counts '
-               'above are exact.</p>') if timeline.get("listed_only") else ""
-    return "".join(parts) + caption
+def _duration(ms: int) -> str:
+    s = ms / 1000
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            return f"{s / size:.1f} {unit}"
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
 
 
-def _counts_table(title: str, counts: dict, descriptions: dict) -> str:
-    rows = "".join(f'<tr><td><code>{escape(k)}</code></td><td class="n">{n}</td><td>{escape(descriptions.get(k, ""))}'
-                   f'</td></tr>' for k, n in counts.items())
-    return f"<table><tr><th>{escape(title)}</th><th>count</th><th>meaning</th></tr>{rows}</table>"
+def _tick_format(span_ms: int) -> str:
+    if span_ms >= 2 * 86_400_000:
+        return "%Y-%m-%d"
+    if span_ms >= 600_000:
+        return "%H:%M"
+    if span_ms >= 10_000:
+        return "%H:%M:%S"
+    return "%H:%M:%S.%f"
 
 
-def _where(v: dict) -> str:
-    return v.get("location") or f"{v['source']}@{v['position']}"
+def _short_run(run_id: str) -> str:
+    """A run's name as a reader knows it: the file or directory, not the run id's prefix."""
+    if run_id.startswith("kafka-log:"):
+        run_id = run_id[len("kafka-log:"):]
+    return os.path.basename(run_id.rstrip("/")) or run_id
 
 
-def _listing(items: list[dict], total: int, what: str) -> str:
-    if not items:
-        return f'<p class="muted">No {what}.</p>'
-    head = "".join(f"<th>{c}</th>" for c in ("kind", "severity", "where", "run", "epoch", "what"))
-    body = "".join(
-        f'<tr><td><code>{escape(v["kind"])}</code></td><td>{escape(v.get("severity", ""))}</td>'
-        f'<td><code>{escape(_where(v))}</code></td>'
-        f'<td>{escape(str(v["run_id"]))}</td><td class="n">{v["controller_epoch"]}</td>'
-        f'<td>{escape(v["detail"])}</td></tr>' for v in items)
-    more = f'<p class="muted">{len(items)} of {total} listed.</p>' if total > len(items) else ""
-    return f"<table><tr>{head}</tr>{body}</table>{more}"
+def _input_type(i: dict) -> str:
+    """What an input is, as shown: ``kafka-log`` only for files read as Kafka logs."""
+    if i["type"] != KAFKA_LOG:
+        return i["type"]
+    if "lines" not in i:
+        return "not a Kafka log" if i.get("error", "").startswith("not a Kafka log") else "unreadable"
+    if i["lines"]["rows"] == 0 and not i.get("layouts"):
+        return "not a Kafka log"
+    return "kafka-log (KRaft)" if i.get("kraft") else KAFKA_LOG
 
 
-def _events(events: list[dict]) -> str:
-    """Findings of one cause, one row each, with the partitions (or brokers) they concern."""
-    if not events:
-        return '<p class="muted">No findings.</p>'
-    head = "".join(f"<th>{c}</th>" for c in ("kind", "severity", "count", "from", "to", "concerning", "first"))
-    body = "".join(
-        f'<tr><td><code>{escape(e["kind"])}</code></td><td>{escape(e["severity"])}</td>'
-        f'<td class="n">{e["count"]}</td><td><code>{escape(e["first"])}</code></td>'
-        f'<td><code>{escape(e["last"])}</code></td><td>{escape(", ".join(e["subjects"]))}</td>'
-        f'<td>{escape(e["detail"])}</td></tr>' for e in events)
-    return f"<table><tr>{head}</tr>{body}</table>"
+def _offsets(report: dict) -> dict[str, int]:
+    """Per run, what to add to its times to put them on its calendar: an event log's start time; 0 for
+    Kafka logs (their times are wall clock already)."""
+    out = {}
+    times: dict[str, list[int]] = {}
+    for v in (*report["violations"], *report["findings"]):
+        if v["time_ms"] is not None:
+            times.setdefault(v["run_id"], []).append(v["time_ms"])
+    for i in report["inputs"]:
+        if i["type"] == EVENT_LOG:
+            out[i["run_id"]] = run_start_ms(i["path"])
+        elif i["type"] == PARQUET:
+            run_times = times.get(i["run_id"])
+            out[i["run_id"]] = 0 if run_times and is_wall_clock(min(run_times)) else run_start_ms(None)
+        else:
+            out[i["run_id"]] = 0
+    return out
 
 
-def render(report: dict) -> str:
-    """The page for a JSON report (``AuditResult.to_json()``)."""
+def _lanes(report: dict, offsets: dict[str, int]) -> tuple[list[dict], list[str]]:
+    """One swimlane per run with timed violations or findings (each on its own axis), and the runs without."""
+    by_run: dict[str, dict] = {}
+    for v in report["violations"]:
+        if v["time_ms"] is not None:
+            by_run.setdefault(v["run_id"], {"v": [], "f": []})["v"].append(v)
+    for e in report["finding_events"]:
+        if e["time_ms"] is not None:
+            by_run.setdefault(e["run_id"], {"v": [], "f": []})["f"].append(e)
+    transitions = _single_run_transitions(report)
+    lanes, quiet = [], []
+    for i in report["inputs"]:
+        run = i["run_id"]
+        got = by_run.get(run)
+        if got is None and not (transitions and transitions[0] == run):
+            if i.get("rows"):
+                quiet.append(_short_run(run))
+            continue
+        got = got or {"v": [], "f": []}
+        off = offsets.get(run, 0)
+        times = [x["time_ms"] + off for x in (*got["v"], *got["f"])]
+        bars = []
+        if transitions and transitions[0] == run:
+            _, start, width, counts = transitions
+            times += [start + off, start + off + width * len(counts)]
+        lo, hi = min(times), max(times)
+        when = f"at {_fmt(lo)}" if hi == lo else f"{_fmt(lo)} → {_fmt(hi)} ({_duration(hi - lo)})"
+        if hi - lo < 1000:
+            lo, hi = lo - 500, hi + 500
+        plot_w = _LANE_W - _LANE_LEFT - _LANE_RIGHT
+
+        def x(t: int) -> float:
+            return round(_LANE_LEFT + (t - lo) / (hi - lo) * plot_w, 1)
+
+        if transitions and transitions[0] == run:
+            _, start, width, counts = transitions
+            peak = max(counts) or 1
+            for b, n in enumerate(counts):
+                if n:
+                    x0, x1 = x(start + off + b * width), x(start + off + (b + 1) * width)
+                    bars.append({"x": x0, "w": max(round(x1 - x0 - 0.5, 1), 1.0), "h": round(30 * n / peak, 1),
+                                 "title": f"{n} transitions from {_fmt(start + off + b * width)}"})
+        fmt = _tick_format(hi - lo)
+        ticks = [{"x": x(lo + (hi - lo) * k // 4), "label": _fmt(lo + (hi - lo) * k // 4, fmt).rstrip("0")
+                  if fmt.endswith("%f") else _fmt(lo + (hi - lo) * k // 4, fmt),
+                  "anchor": ("start", "middle", "middle", "middle", "end")[k]} for k in range(5)]
+        marks = [{"x": x(v["time_ms"] + off), "y": 18, "r": 4, "cls": "v",
+                  "title": f'{v["kind"]} at {_fmt(v["time_ms"] + off)}, {v["location"]}: {v["detail"]}'}
+                 for v in got["v"]]
+        marks += [{"x": x(e["time_ms"] + off), "y": 36, "r": round(min(3 + 1.5 * math.log2(e["count"]), 12), 1),
+                   "cls": "f " + e["severity"],
+                   "title": f'{e["kind"]} ×{e["count"]} at {_fmt(e["time_ms"] + off)}, {e["first"]}: '
+                            f'{", ".join(e["subjects"][:20])}{" …" if len(e["subjects"]) > 20 else ""}'}
+                  for e in got["f"]]
+        lanes.append({"run": _short_run(run), "run_id": run, "type": _input_type(i),
+                      "when": when,
+                      "violations": len(got["v"]), "finding_events": len(got["f"]),
+                      "findings": sum(e["count"] for e in got["f"]),
+                      "ticks": ticks, "marks": marks, "bars": bars})
+    return lanes, quiet
+
+
+def _single_run_transitions(report: dict):
+    """The transition timeline when the audit has one run (the JSON's timeline spans all runs, so it is
+    drawn only when it is one run's): (run, start, width, counts) or None."""
+    t = report["timeline"]
+    if len(report["inputs"]) != 1 or not t.get("transitions"):
+        return None
+    return report["inputs"][0]["run_id"], t["start_ms"], t["bucket_ms"], t["transitions"]
+
+
+def _kind_rows(counts: dict, kinds: dict, severities: dict) -> list[dict]:
+    rows = [{"kind": k, "count": n, "severity": severities.get(k, ""), "meaning": kinds[k]}
+            for k, n in counts.items()]
+    rows.sort(key=lambda r: (-r["count"], SEVERITY_ORDER.get(r["severity"], 3), r["kind"]))
+    return rows
+
+
+def _listing(items: list[dict], kinds: dict, offsets: dict) -> list[dict]:
+    return [{**v, "run": _short_run(v["run_id"]), "meaning": kinds.get(v["kind"], ""),
+             "sev_order": SEVERITY_ORDER.get(v["severity"], 3),
+             "when": _fmt(None if v["time_ms"] is None else v["time_ms"] + offsets.get(v["run_id"], 0)),
+             "when_ms": -1 if v["time_ms"] is None else v["time_ms"] + offsets.get(v["run_id"], 0)}
+            for v in items]
+
+
+def _inputs(report: dict) -> list[dict]:
     s = report["summary"]
-    status = report["status"]
-    css_class = {"clean": "clean", "violations": "violations"}.get(status, "errors")
-    out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-           "<title>kcontroller audit</title>", f"<style>{_CSS}</style></head><body>",
-           f'<h1>kcontroller audit <span class="verdict {css_class}">{escape(status)}</span></h1>',
-           f'<p>{s["runs"]} run(s), {s["rows"]} rows, {s["transitions"]} transitions; '
-           f'{s["violations"]} violation(s), {s["findings"]} finding(s); engine <code>{escape(report["engine"])}'
-           f'</code>{" on " + escape(report["master"]) if report.get("master") else ""}.</p>']
-    for note in report.get("notes", []):
-        out.append(f'<p class="note">{escape(note)}</p>')
-    for err in report.get("input_errors", []):
-        out.append(f'<p class="note">could not read <code>{escape(err["path"])}</code>: {escape(err["reason"])}</p>')
-
-    out.append("<h2>Over time</h2>")
-    out.append(_chart(report["timeline"]))
-
-    out.append("<h2>Violations by kind</h2>")
-    out.append(_counts_table("violation", {**s["violations_by_kind"], **s.get("kraft_violations_by_kind", {})},
-                             report["violation_kinds"]))
-    out.append("<h2>Findings by kind</h2><p class=\"muted\">What a correct controller does but an operator "
-               "must know; findings do not fail an audit.</p>")
-    out.append(_counts_table("finding", {**s["findings_by_kind"], **s.get("kraft_findings_by_kind", {})},
-                             report["finding_kinds"]))
-    if s.get("failures_by_error"):
-        out.append(_counts_table("failed transitions by error", s["failures_by_error"], {}))
-
-    out.append("<h2>Inputs</h2><table><tr><th>input</th><th>type</th><th>rows</th><th>violations</th>"
-               "<th>findings</th><th>notes</th></tr>")
+    out = []
     for i in report["inputs"]:
         notes = list(i.get("notes", []))
         if i.get("lines", {}).get("not_understood"):
             sample = "; ".join(f'line {x["line"]}: {x["text"][:120]}' for x in i["not_understood_sample"][:3])
             notes.append(f'{i["lines"]["not_understood"]} line(s) not understood, e.g. {sample}')
-        if i.get("era"):
-            notes.insert(0, f'Kafka {i["era"]}')
         if i.get("error"):
             notes.append("error: " + i["error"])
-        out.append(f'<tr><td><code>{escape(i["path"])}</code></td><td>{escape(i["type"])}</td>'
-                   f'<td class="n">{i["rows"]}</td><td class="n">{s["violations_by_run"].get(i["run_id"], 0)}</td>'
-                   f'<td class="n">{s["findings_by_run"].get(i["run_id"], 0)}</td>'
-                   f'<td>{"<br>".join(escape(n) for n in notes)}</td></tr>')
-    out.append("</table>")
+        out.append({"path": i["path"], "type": _input_type(i), "era": i.get("era") or "", "rows": i["rows"],
+                    "violations": s["violations_by_run"].get(i["run_id"], 0),
+                    "findings": s["findings_by_run"].get(i["run_id"], 0), "notes": notes})
+    return out
 
-    out.append("<h2>Violations</h2>")
-    out.append(_listing(report["violations"], s["violations"], "violations"))
-    out.append("<h2>Findings</h2>")
-    if report.get("finding_events"):
-        out.append("<h3>By cause</h3><p class=\"muted\">Findings of one kind, run and epoch within a second of "
-                   "each other: one event.</p>")
-        out.append(_events(report["finding_events"]))
-        out.append("<h3>Each</h3>")
-    out.append(_listing(report["findings"], s["findings"], "findings"))
-    out.append("</body></html>\n")
-    return "\n".join(out)
+
+def context(report: dict) -> dict:
+    """What the template shows, computed from a JSON report."""
+    s = report["summary"]
+    offsets = _offsets(report)
+    lanes, quiet = _lanes(report, offsets)
+    kinds = {**report["violation_kinds"], **report["finding_kinds"]}
+    events = [{**e, "run": _short_run(e["run_id"]), "meaning": kinds.get(e["kind"], ""),
+               "sev_order": SEVERITY_ORDER.get(e["severity"], 3),
+               "when": _fmt(None if e["time_ms"] is None else e["time_ms"] + offsets.get(e["run_id"], 0)),
+               "when_ms": -1 if e["time_ms"] is None else e["time_ms"] + offsets.get(e["run_id"], 0)}
+              for e in report.get("finding_events", [])]
+    return {
+        "status": report["status"],
+        "status_class": {"clean": "clean", "violations": "violations"}.get(report["status"], "errors"),
+        "summary": s, "engine": report["engine"], "master": report.get("master"),
+        "notes": report.get("notes", []), "input_errors": report.get("input_errors", []),
+        "lanes": lanes, "quiet_runs": quiet,
+        "listed_only": report["timeline"].get("listed_only", False),
+        "violation_kinds": _kind_rows({**s["violations_by_kind"], **s.get("kraft_violations_by_kind", {})},
+                                      report["violation_kinds"], report["severities"]),
+        "finding_kinds": _kind_rows({**s["findings_by_kind"], **s.get("kraft_findings_by_kind", {})},
+                                    report["finding_kinds"], report["severities"]),
+        "failures": [{"error": e, "count": n, "meaning": failure_meaning(e)}
+                     for e, n in sorted(s.get("failures_by_error", {}).items(), key=lambda p: -p[1])],
+        "inputs": _inputs(report),
+        "violations": _listing(report["violations"], kinds, offsets),
+        "findings": _listing(report["findings"], kinds, offsets),
+        "events": events,
+    }
+
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("audit", "templates"), autoescape=True,
+                          undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render(report: dict) -> str:
+    """The page for a JSON report (``AuditResult.to_json()``)."""
+    return _ENV.get_template("report.html.j2").render(context(report))

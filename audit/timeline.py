@@ -3,6 +3,9 @@
 The span of the transitions' times, from the earliest (``lo``) to the latest (``hi``), is cut into
 ``TIMELINE_BUCKETS`` buckets of a whole number of milliseconds; a time outside the span counts in the
 first or last bucket.
+
+A run's calendar: a Kafka log's times are wall clock (ms since 1970); an event log's are simulated ms from
+the run's start, whose date its first record gives (:func:`run_start_ms`).
 """
 from __future__ import annotations
 
@@ -17,3 +20,26 @@ def bucket_width(lo: int, hi: int, buckets: int = TIMELINE_BUCKETS) -> int:
 def bucket(t: int, lo: int, width: int, buckets: int = TIMELINE_BUCKETS) -> int:
     """The bucket of time ``t``."""
     return min(max((t - lo) // width, 0), buckets - 1)
+
+
+WALL_CLOCK_MS = 10 ** 11   # a time above this (1973) is wall clock, not simulated ms from a run's start
+
+
+def is_wall_clock(t: int) -> bool:
+    return t >= WALL_CLOCK_MS
+
+
+def run_start_ms(log_dir: str | None) -> int:
+    """The start time (ms since 1970) of the event log in ``log_dir``, from its first record
+    (``statemachines.kafka_log_format.log_start_ms``); the default start time when there is no log (``None``)
+    or it cannot be read (it only decides how times are shown)."""
+    from events.log import LogError, LogReader
+    from statemachines.kafka_log_format import log_start_ms
+
+    first = None
+    if log_dir is not None:
+        try:
+            first = next(iter(LogReader(log_dir).records()), None)
+        except (LogError, OSError):
+            first = None
+    return log_start_ms(first)
