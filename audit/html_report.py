@@ -37,7 +37,7 @@ FAILURE_MEANINGS = {
 }
 _FAILURE_FALLBACK = "a failed state change, with the error Kafka logged (see the failed transitions' log lines)"
 
-_LANE_W, _LANE_LEFT, _LANE_RIGHT = 1000, 8, 8
+_LANE_W, _LANE_LEFT, _LANE_RIGHT = 1000, 16, 16   # room for the largest mark at either end
 
 
 def failure_meaning(error: str) -> str:
@@ -51,6 +51,8 @@ def _fmt(ms: int | None, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
 
 
 def _duration(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
     s = ms / 1000
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if s >= size:
@@ -148,7 +150,7 @@ def _lanes(report: dict, offsets: dict[str, int]) -> tuple[list[dict], list[str]
                     bars.append({"x": x0, "w": max(round(x1 - x0 - 0.5, 1), 1.0), "h": round(30 * n / peak, 1),
                                  "title": f"{n} transitions from {_fmt(start + off + b * width)}"})
         fmt = _tick_format(hi - lo)
-        ticks = [{"x": x(lo + (hi - lo) * k // 4), "label": _fmt(lo + (hi - lo) * k // 4, fmt).rstrip("0")
+        ticks = [{"x": x(lo + (hi - lo) * k // 4), "label": _fmt(lo + (hi - lo) * k // 4, fmt)[:-3]
                   if fmt.endswith("%f") else _fmt(lo + (hi - lo) * k // 4, fmt),
                   "anchor": ("start", "middle", "middle", "middle", "end")[k]} for k in range(5)]
         marks = [{"x": x(v["time_ms"] + off), "y": 18, "r": 4, "cls": "v",

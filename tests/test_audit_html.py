@@ -112,8 +112,10 @@ def test_the_page_has_its_sections_and_is_self_contained(page):
     assert page.startswith("<!DOCTYPE html>")
     assert tuple(p.sections) == SECTIONS
     assert p.external == [] and all("src" not in s for s in p.scripts) and len(p.scripts) == 1
-    assert set(p.tables) == {"violation-kinds", "finding-kinds", "failures", "inputs-table", "violations-table",
-                             "events-table", "findings-table"}
+    assert set(p.tables) == {"violation-kinds", "finding-kinds", "violation-kinds-absent", "finding-kinds-absent",
+                             "failures", "inputs-table", "violations-table", "events-table", "findings-table"}
+    assert [r["count"] for r in p.tables["finding-kinds"]["rows"]] == ["2", "1"]       # found, most first
+    assert {r["count"] for r in p.tables["finding-kinds-absent"]["rows"]} == {"0"}
     assert all(t["head"] and t["rows"] for t in p.tables.values())
 
 
@@ -135,9 +137,12 @@ def test_findings_are_grouped_by_cause_and_every_meaning_is_said(page):
     failed, = [e for e in events if e["kind"] == "failed_election"]
     assert failed["count"] == "2" and failed["concerning"] == "orders-1, orders-2"
     assert failed["where"].startswith(f"{KAFKA_FIXTURE}:16") and failed["where"].endswith("… 21")
-    for table, column in (("violation-kinds", "meaning"), ("finding-kinds", "meaning"), ("failures", "meaning"),
-                          ("events-table", "meaning")):
-        assert all(r[column] for r in p.tables[table]["rows"]), table
+    for table in ("violation-kinds", "finding-kinds", "violation-kinds-absent", "finding-kinds-absent", "failures",
+                  "events-table"):
+        assert all(r["meaning"] for r in p.tables[table]["rows"]), table
+    kinds = [r["violation"] for t in ("violation-kinds", "violation-kinds-absent") for r in p.tables[t]["rows"]]
+    kinds += [r["finding"] for t in ("finding-kinds", "finding-kinds-absent") for r in p.tables[t]["rows"]]
+    assert sorted(kinds) == sorted({**ALL_VIOLATION_KINDS, **ALL_FINDING_KINDS})    # each kind once, said
     assert all(ALL_VIOLATION_KINDS.values()) and all(ALL_FINDING_KINDS.values())
     assert failure_meaning("SomeExceptionNobodyKnows")
     where = {r["where"] for r in p.tables["violations-table"]["rows"]}
