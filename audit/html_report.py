@@ -153,6 +153,8 @@ def _lanes(report: dict, offsets: dict[str, int]) -> tuple[list[dict], list[str]
         ticks = [{"x": x(lo + (hi - lo) * k // 4), "label": _fmt(lo + (hi - lo) * k // 4, fmt)[:-3]
                   if fmt.endswith("%f") else _fmt(lo + (hi - lo) * k // 4, fmt),
                   "anchor": ("start", "middle", "middle", "middle", "end")[k]} for k in range(5)]
+        if when.startswith("at "):   # one moment: its time says it; a scale around it would say nothing
+            ticks = ticks[2:3]
         marks = [{"x": x(v["time_ms"] + off), "y": 18, "r": 4, "cls": "v",
                   "title": f'{v["kind"]} at {_fmt(v["time_ms"] + off)}, {v["location"]}: {v["detail"]}'}
                  for v in got["v"]]
