@@ -335,7 +335,7 @@ class Replication:
         reps, disk = self.replicas[b], self.disks[b]
         sim = self.sim
         now = sim.loop.now
-        became_leader: list[Replica] = []      # told to the metrics together, before anything else happens
+        became_leader: list[Replica] = []      # told to the metrics together (nothing in between reads them)
         one_dir = len(sim.log_dirs) == 1
         log_dir = sim.log_dirs[0]
         min_isr_of: dict[str, int] = {}
