@@ -51,14 +51,7 @@ def assign_replica_matrix(brokers: Sequence[int], partitions: int, replication_f
     """``assign_replicas_to_brokers`` as a (partitions, replication_factor) int64 matrix."""
     _check_arguments(partitions, replication_factor, len(brokers))
     ordered = sorted(brokers)
-    n = len(ordered)
-    if fixed_start_index >= 0:
-        start = shift = fixed_start_index
-    else:
-        if rng is None:
-            raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
-        start = rng.randrange(n)
-        shift = rng.randrange(n)
+    start, shift = _start_and_shift(len(ordered), rng, fixed_start_index)
     return _placement(ordered, partitions, replication_factor, start, shift, max(0, start_partition_id))
 
 
@@ -75,6 +68,16 @@ def _placement(ordered: list[int], partitions: int, rf: int, start: int, shift: 
     for j in range(rf - 1):
         out[:, j + 1] = brokers[(first + 1 + (shifts + j) % (n - 1)) % n]
     return out
+
+
+def _start_and_shift(n: int, rng: random.Random | None, fixed_start_index: int) -> tuple[int, int]:
+    """Kafka's two draws: the first broker's index and the followers' initial shift (both fixed if asked)."""
+    if fixed_start_index >= 0:
+        return fixed_start_index, fixed_start_index
+    if rng is None:
+        raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
+    start = rng.randrange(n)
+    return start, rng.randrange(n)
 
 
 def _check_arguments(partitions: int, replication_factor: int, brokers: int) -> None:
@@ -118,13 +121,7 @@ def assign_replicas_rack_aware(broker_racks: Mapping[int, str], partitions: int,
     arranged = rack_alternated_broker_list(broker_racks)
     n = len(arranged)
     racks = len(set(broker_racks.values()))
-    if fixed_start_index >= 0:
-        start = shift = fixed_start_index
-    else:
-        if rng is None:
-            raise ValueError("pass rng (a seeded random.Random) or fixed_start_index")
-        start = rng.randrange(n)
-        shift = rng.randrange(n)
+    start, shift = _start_and_shift(n, rng, fixed_start_index)
     out = []
     pid = max(0, start_partition_id)
     for _ in range(partitions):
