@@ -7,8 +7,9 @@ interval by error code; produce latency of acknowledged writes (p50, p99, max pe
 scale). Counts have integer ticks. The scenario's steps that change the cluster's health are marked
 on every panel (faults grey, the others green) and named on the first by their target
 (``kill_broker(broker=5)``); each controller elected after the first is marked with its broker and
-epoch. The headline under the title: acknowledged writes lost (when any), unavailable and offline
-partition-seconds. matplotlib is imported here only, with its file-only Agg backend, so nothing else
+epoch; unclean elections are red dashed lines, and each moment acknowledged writes were lost for good is a
+red mark with how many (the five largest named). The headline under the title: acknowledged writes lost
+(when any), unavailable and offline partition-seconds. matplotlib is imported here only, with its file-only Agg backend, so nothing else
 pays for it.
 """
 from __future__ import annotations
@@ -64,11 +65,12 @@ def plot_timeline(metrics: Metrics, path: str, title: str = "", series: dict | N
     drawn = False
     for column, label, color in (("latency_max_ms", "max", "tab:red"), ("latency_p99_ms", "p99", "tab:orange"),
                                  ("latency_p50_ms", "p50", "tab:green")):
-        xs = [x for x, v in zip(s["time_s"], s[column]) if v is not None]
-        ys = [max(v, 0.5) for v in s[column] if v is not None]    # a 0 ms latency drawn on the log axis
-        if xs:
-            ax3.plot([x + interval / 2 for x in xs], ys, marker=".", markersize=3, linewidth=0.9, label=label,
-                     color=color)
+        if any(v is not None for v in s[column]):
+            # An interval without acknowledged writes is a gap in the line, not a ramp across it; a 0 ms latency
+            # is drawn at 0.5 ms on the log axis.
+            ys = [float("nan") if v is None else max(v, 0.5) for v in s[column]]
+            ax3.plot([x + interval / 2 for x in s["time_s"]], ys, marker=".", markersize=3, linewidth=0.9,
+                     label=label, color=color)
             drawn = True
     ax3.set_ylabel("produce latency (ms)")
     if drawn:
@@ -98,7 +100,26 @@ def plot_timeline(metrics: Metrics, path: str, title: str = "", series: dict | N
             ax1.annotate(f"controller {cid} (epoch {e})", (x, 0.02), xycoords=("data", "axes fraction"),
                          rotation=90, va="bottom", ha="left", fontsize="x-small", color="tab:blue")
 
+    # Unclean elections, and the acknowledged writes lost (at the moment each loss became certain).
+    for x, n in zip(s["time_s"], s.get("elections_unclean", ())):
+        if n:
+            for ax in (ax1, ax2, ax3):
+                ax.axvline(x + interval / 2, color="tab:red", linewidth=1.0, linestyle="--", alpha=0.7)
+            ax1.annotate(f"{n} unclean election{'s' if n > 1 else ''}", (x + interval / 2, 0.5),
+                         xycoords=("data", "axes fraction"), rotation=90, va="center", ha="left",
+                         fontsize="small", color="tab:red")
     summary = summary if summary is not None else metrics.summary()
+    lost_at: dict[float, int] = {}
+    for e in summary.get("loss_events", ()):
+        lost_at[e["at_s"]] = lost_at.get(e["at_s"], 0) + e["lost"]
+    top = sorted(lost_at.items(), key=lambda kv: -kv[1])[:5]
+    for x, n in lost_at.items():
+        ax1.plot([x], [1], marker="v", color="tab:red", markersize=9, transform=ax1.get_xaxis_transform(),
+                 clip_on=False, zorder=5)
+    for x, n in top:
+        ax1.annotate(f"{n:,} acknowledged writes lost", (x, 1.0), xycoords=("data", "axes fraction"),
+                     xytext=(6, -14), textcoords="offset points", fontsize="small", color="tab:red",
+                     fontweight="bold")
     lost = summary["acknowledged_writes_lost"]
     headline = (f"{lost:,} acknowledged writes lost" if lost else "no acknowledged write lost") + (
         f"; unavailable to clients {summary['unavailable_partition_seconds']:,g} partition-s, offline "
