@@ -25,6 +25,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="replace an earlier export at OUT (never a directory that is not one)")
     p.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "none"),
                    help="Parquet compression (default: %(default)s)")
+    p.add_argument("--json", action="store_true",
+                   help="print what was written as JSON: {out, runs: [{run_id, directory, rows, segments, "
+                        "log_bytes, bytes, notes}], errors}")
     return p
 
 
@@ -35,6 +38,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     except ExportError as exc:
         print(f"kcontroller export: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    if args.json:
+        import json
+        json.dump({"out": str(result.out),
+                   "runs": [{"run_id": r.run_id, "directory": str(r.directory), "rows": r.rows, "segments": r.segments,
+                             "log_bytes": r.log_bytes, "bytes": r.bytes, "notes": list(r.notes)} for r in result.runs],
+                   "errors": [str(e) for e in result.errors]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return result.exit_status
     for run in result.runs:
         notes = f" ({'; '.join(run.notes)})" if run.notes else ""
         print(f"{run.run_id} -> {run.directory}: {run.rows} rows from {run.segments} segment(s), "

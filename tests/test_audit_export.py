@@ -82,6 +82,15 @@ def test_auditing_the_export_gives_the_report_of_auditing_the_logs(logs, tmp_pat
     assert main(["audit", str(out), "--report", str(tmp_path / "r.json")]) == 1
 
 
+def test_export_json_says_what_was_written(logs, tmp_path, capsys):
+    import json
+    out = tmp_path / "export"
+    assert main(["export", *logs, "--parquet", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["errors"] == [] and len(doc["runs"]) == 3 and doc["out"] == str(out)
+    assert all(r["rows"] > 0 and r["bytes"] > 0 for r in doc["runs"])
+
+
 def test_a_directory_of_parquet_files_without_a_manifest_is_read_too(logs, tmp_path):
     out = tmp_path / "export"
     export_parquet(logs[:1], str(out))
