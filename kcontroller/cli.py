@@ -296,6 +296,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
     except ValueError as exc:   # --topic matched nothing, or is not a regular expression
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    # When, on the run's calendar, as a comment line of its own: the lines after it are what the simulator's
+    # describe step prints for the same cluster (and readers of kafka-topics output skip comments).
+    start_ms = log_start_ms(next(iter(LogReader(args.log_dir).records()), None))
+    time_ms = args.time if args.time is not None else (view.timestamp_ms or 0)
+    lines.insert(0, f"# at {format_start_time(start_ms + time_ms)} ({time_ms} ms into the run, offset {view.offset})")
     sys.stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK
 

@@ -42,14 +42,15 @@ def test_a_reassignment_prints_adding_and_removing_replicas_and_the_replication_
         reassigning, capsys):
     code, out, _ = run(capsys, "describe", reassigning)
     assert code == 0
-    assert out.splitlines()[1:] == [
+    assert out.splitlines()[0].startswith("# at ") and out.splitlines()[1].startswith("# controller ")
+    assert out.splitlines()[2:] == [
         "Topic: orders\tPartitionCount: 2\tReplicationFactor: 3\tConfigs: ",
         "\tTopic: orders\tPartition: 0\tLeader: 0\tReplicas: 0,2,3,1\tIsr: 0,1,2\tAdding Replicas: 3"
         "\tRemoving Replicas: 1",
         "\tTopic: orders\tPartition: 1\tLeader: 1\tReplicas: 1,2,3\tIsr: 1,2,3",
     ]
     # RF 3 (4 replicas - 1 adding) with an ISR of 3: not under-replicated, as TopicCommand says
-    assert run(capsys, "describe", reassigning, "--under-replicated-partitions")[1].count("\n") == 1
+    assert run(capsys, "describe", reassigning, "--under-replicated-partitions")[1].count("\n") == 2   # the comments
 
 
 def test_a_completed_reassignment_prints_no_reassignment_columns(reassigning, capsys):
@@ -91,7 +92,8 @@ def test_a_stuck_deletion_is_listed_marked_for_deletion_and_the_simulator_agrees
     summary = json.loads(out)
     step = next(o for o in summary["observations"] if o["kind"] == "describe")
     described = run(capsys, "describe", log, "--time", int(step["at_s"] * 1000), "--topic", "old-events")[1]
-    assert described.splitlines() == step["lines"]
+    when, *rest = described.splitlines()
+    assert when.startswith("# at 2024-01-01T00:00:") and rest == step["lines"]
     assert step["lines"][1] == ("Topic: old-events\tPartitionCount: 3\tReplicationFactor: 2\tConfigs: "
                                 "\tMarkedForDeletion: true")
     assert all(line.split("\t")[6] == "MarkedForDeletion: true" for line in step["lines"][2:])
