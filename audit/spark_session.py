@@ -51,6 +51,14 @@ WINDOW_BUFFER = {"spark.sql.windowExec.buffer.in.memory.threshold": "2000000",
                  "spark.sql.windowExec.buffer.spill.threshold": "4000000"}
 
 
+def under_spark_submit() -> bool:
+    """Whether this process is a driver that spark-submit started (it hands the Python driver its JVM gateway
+    in ``PYSPARK_GATEWAY_PORT``; a session a program builds itself does not set it in the environment). What an
+    ``auto`` engine takes as "run me on Spark": a session merely left running in the process (a test suite's,
+    a notebook's) is not."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
 def active_session():
     """The session already running in this process (spark-submit, a notebook), or None."""
     try:

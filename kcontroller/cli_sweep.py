@@ -14,7 +14,7 @@ import glob
 import os
 import sys
 
-from audit.spark_session import active_session, spark_session
+from audit.spark_session import active_session, spark_session, under_spark_submit
 from kcontroller import progress
 from kcontroller.cli_cluster import MAX_SEED, MAX_SWEEP_SEEDS
 from kcontroller.sweep import (
@@ -40,7 +40,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=("auto", *ENGINES), default="auto",
                    help="spark: one Spark task per seed, audit on Spark; local: no JVM, the runs in this "
                         "process (or --jobs processes) and the audit in process; auto: spark when --master is "
-                        "given or the command runs under spark-submit (a Spark session is active), else local "
+                        "given or the command runs under spark-submit, else local "
                         "(default: %(default)s)")
     p.add_argument("--master", metavar="URL", default=None,
                    help="Spark master (local[N], spark://host:port, ...; default: the session spark-submit "
@@ -68,7 +68,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not 1 <= args.jobs <= 1024:
         return _error(f"--jobs must be in 1..1024, got {args.jobs}")
     if args.engine == "auto":
-        args.engine = "spark" if args.master is not None or active_session() is not None else "local"
+        args.engine = "spark" if args.master is not None or under_spark_submit() else "local"
     if args.engine == "local" and args.master is not None:
         return _error("--master is for --engine spark")
     if args.engine == "spark" and args.jobs != 1:

@@ -13,8 +13,7 @@ one log per task, with a verdict per log: ``kcontroller replay PATH... [--engine
    function a Spark task runs, so it takes and returns plain data.
 3. :func:`replay_logs` runs it over the logs: in a loop here (``local``), or as one Spark job of one task
    per log (``spark``; our packages are shipped to the executors as a sweep ships them); ``auto`` is
-   ``spark`` from :data:`AUTO_SPARK_LOGS` logs on, or when a Spark session is already running in this
-   process. Verdicts come back ordered by path, so both engines give the same list.
+   ``spark`` from :data:`AUTO_SPARK_LOGS` logs on, or when spark-submit started this process. Verdicts come back ordered by path, so both engines give the same list.
 
 Determinism: a verdict is a function of the log's bytes; nothing about the engine or the machine is in
 it, and the path is the one found from the PATH given (not made absolute).
@@ -170,16 +169,16 @@ def _one_line(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------------------------
 
 def choose_engine(engine: str, logs: int, spark=None) -> str:
-    """``local`` or ``spark`` for ``engine`` (``auto``: Spark from :data:`AUTO_SPARK_LOGS` logs on, or when
-    ``spark``, a session, is given or already running)."""
+    """``local`` or ``spark`` for ``engine`` (``auto``: Spark from :data:`AUTO_SPARK_LOGS` logs on, when
+    ``spark``, a session, is given, or under spark-submit)."""
     if engine not in ENGINES:
         raise ReplayInputError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
     if engine != "auto":
         return engine
     if spark is not None or logs >= AUTO_SPARK_LOGS:
         return "spark"
-    from audit.spark_session import active_session
-    return "spark" if logs > 1 and active_session() is not None else "local"
+    from audit.spark_session import under_spark_submit
+    return "spark" if logs > 1 and under_spark_submit() else "local"
 
 
 def replay_local(logs: Sequence[str], *, from_snapshot: bool = False, progress=None) -> list[dict]:
@@ -286,8 +285,7 @@ def add_options(p) -> None:
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="with many logs: local replays them one after another in this process; spark as one "
                         "Spark job, one task per log; auto: Spark from "
-                        f"{AUTO_SPARK_LOGS} logs on, with --master, or when a Spark session is running "
-                        "(spark-submit), else local (default: auto)")
+                        f"{AUTO_SPARK_LOGS} logs on, with --master, or under spark-submit, else local (default: auto)")
     p.add_argument("--master", metavar="URL", default=None,
                    help="Spark master for --engine spark/auto (local[N], spark://host:port, ...; default: the "
                         "session spark-submit started, or local[*])")

@@ -141,11 +141,13 @@ def test_one_log_keeps_the_one_log_output(runs, capsys):
 
 
 def test_auto_is_local_below_the_threshold_and_spark_from_it(monkeypatch):
-    monkeypatch.setattr("audit.spark_session.active_session", lambda: None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     assert choose_engine("auto", AUTO_SPARK_LOGS - 1) == "local"
     assert choose_engine("auto", AUTO_SPARK_LOGS) == "spark"
     assert choose_engine("local", 10 ** 6) == "local" and choose_engine("spark", 1) == "spark"
-    monkeypatch.setattr("audit.spark_session.active_session", lambda: object())
+    # Under spark-submit (it hands the driver its JVM gateway): Spark for more than one log. A session merely
+    # left running in the process (a test suite's) does not count.
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")
     assert choose_engine("auto", 2) == "spark" and choose_engine("auto", 1) == "local"
 
 

@@ -150,7 +150,7 @@ def test_auto_runs_in_process_unless_spark_is_asked_for(small, tmp_path, monkeyp
     def no_spark(*args, **kwargs):
         raise AssertionError("auto started Spark without --master or an active session")
     monkeypatch.setattr(cli_sweep, "spark_session", no_spark)
-    monkeypatch.setattr(cli_sweep, "active_session", lambda: None)
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     out = tmp_path / "o"
     assert main(["sweep", small, "--seeds", "2", "--jobs", "2", "--out", str(out)]) == 0
     document = json.loads((out / "sweep.json").read_text())
