@@ -270,7 +270,7 @@ def test_execute_with_throttle_then_verify_clears_the_throttles(tmp_path, capsys
     for b in range(4):
         assert brokers[b] == {"leader.replication.throttled.rate": "50000000",
                               "follower.replication.throttled.rate": "50000000"}
-    described = "\n".join(run(capsys, "describe", log, "--topic", "t")[1].split("\n")[:2])
+    described = "\n".join(run(capsys, "describe", log, "--topic", "t")[1].split("\n")[:3])   # when, controller, topic
     assert "leader.replication.throttled.replicas=" in described  # kafka-topics --describe shows them as configs
 
     status, out, _ = run(capsys, "reassign", log, "--verify", "--reassignment-json-file", plan)
