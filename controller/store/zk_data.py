@@ -500,14 +500,18 @@ def _java_hash_of_ids(ps: np.ndarray) -> np.ndarray:
 def _consecutive_key_prefixes(n: int) -> tuple[np.ndarray, list[str]]:
     """Partitions 0..n-1 in the order ``_partition_map_json`` writes them (Scala mutable.Map order of their
     decimal keys), and the ``"<p>":`` that starts each entry, in that order."""
-    ps = np.arange(n, dtype=np.int64)
-    h = _java_hash_of_ids(ps)
-    h = h & 0xFFFFFFFF
+    order = _ids_order(np.arange(n, dtype=np.int64))
+    return order, [f'"{p}":' for p in order.tolist()]
+
+
+def _ids_order(ps: np.ndarray) -> np.ndarray:
+    """The order (indexes into ``ps``, ascending distinct ids inserted in that order) in which a Scala mutable.Map
+    of their decimal keys iterates: ``_mutable_key_order`` as arrays."""
+    h = _java_hash_of_ids(ps) & 0xFFFFFFFF
     h = h ^ (h >> 16)
     h = np.where(h >= 1 << 31, h - (1 << 32), h)          # _i32
-    size = _table_size(n, 16)
-    order = np.lexsort((ps, h, h & (size - 1)))
-    return order, [f'"{p}":' for p in order.tolist()]
+    size = _table_size(len(ps), 16)
+    return np.lexsort((np.arange(len(ps)), h, h & (size - 1)))
 
 
 def _unique_rows(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -560,12 +564,7 @@ def _ids_map_json(by_partition: Mapping[int, tuple]) -> str:
     ps = sorted(p for p, ids in by_partition.items() if ids)
     if len(ps) <= 64:
         return _partition_map_json({str(p): tuple(by_partition[p]) for p in ps})
-    pa = np.asarray(ps, dtype=np.int64)
-    h = _java_hash_of_ids(pa) & 0xFFFFFFFF
-    h = h ^ (h >> 16)
-    h = np.where(h >= 1 << 31, h - (1 << 32), h)          # _i32
-    size = _table_size(len(ps), 16)
-    order = np.lexsort((np.arange(len(ps)), h, h & (size - 1))).tolist()
+    order = _ids_order(np.asarray(ps, dtype=np.int64)).tolist()
     return "{" + ",".join(f'"{ps[i]}":{_int_list_json(tuple(by_partition[ps[i]]))}' for i in order) + "}"
 
 
