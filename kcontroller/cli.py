@@ -12,7 +12,7 @@ import sys
 from controller.embedding.cluster import ClusterError
 from controller.embedding.demo import DemoSpec, run_demo
 from events.log import LogError, LogReader
-from kcontroller import cli_audit, cli_cluster, cli_export, cli_quorum, cli_simulate, cli_sweep, cli_whatif
+from kcontroller import cli_audit, cli_cluster, cli_export, cli_fold, cli_quorum, cli_simulate, cli_sweep, cli_whatif
 from kcontroller import completion, progress, replay_many
 from kcontroller.files import new_event_log
 from kcontroller.logging_setup import LEVELS, RecordClock, configure_logging, use_clock
@@ -138,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_simulate.add_parser(sub)
     cli_audit.add_parser(sub)
     cli_export.add_parser(sub)
+    cli_fold.add_parser(sub)
     cli_sweep.add_parser(sub)
     completion.add_parser(sub)
     return parser
@@ -327,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         commands = {"demo": cmd_demo, "log": cmd_log, "replay": cmd_replay, "describe": cmd_describe,
                     "what-if": cli_whatif.cmd_what_if, "simulate": cli_simulate.cmd_simulate,
-                    "audit": cli_audit.cmd_audit, "export": cli_export.cmd_export,
+                    "audit": cli_audit.cmd_audit, "export": cli_export.cmd_export, "fold": cli_fold.cmd_fold,
                     "sweep": cli_sweep.cmd_sweep, "completion": completion.cmd_completion,
                     **cli_cluster.COMMANDS}
         return commands[args.command](args)
