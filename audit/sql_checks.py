@@ -1,30 +1,138 @@
-"""Audit checks written once, as SQL over the audit's rows: the candidate for one definition run by every engine.
+"""The audit's ZooKeeper-era checks written once, as SQL that DuckDB and Spark SQL both run.
 
-Issue 15 asks that each check be written once and run by both engines, the in-process one on an embedded
-columnar engine (DuckDB, over Arrow) and Spark. This module holds the first such check, the one measured
-against the in-process engine before anything is switched (docs/benchmarks.md, "Audit engines"):
+Every check of :mod:`audit.local_engine` (what each means, and every decision about order, nulls and
+scope, is in :mod:`audit.checks`) is here as plain SQL over a relation ``audit_rows`` in the shape of
+:mod:`audit.rows` and one ``legal`` of (``machine``, ``from_state``, ``to_state``), the legal-transition
+table derived from :func:`statemachines.states.legal_transition_rows` (:func:`legal_table`). The SQL is a
+sequence of named steps (:data:`STEPS`), each reading ``audit_rows`` and the steps before it; an engine
+makes each step a view or, for the small ones (``Step.small``: a few rows per run, topic or violation),
+a table, and then reads :data:`FOUND`. :mod:`audit.duckdb_engine` runs them in process over Arrow or
+Parquet, :func:`spark_audit` on Spark; :func:`report_of` turns what they find into the same
+:class:`audit.checks.Report` as the local engine's (every ``Violation`` through
+:func:`audit.checks.violation`, so the detail texts are the local engine's).
 
-- :data:`ILLEGAL_TRANSITIONS_SQL`: every replica or partition transition whose (entity, from-state, to-state)
-  is not a row of the legal-transition table (an anti-join, as a left join, with the table ``legal`` derived from
-  :func:`statemachines.states.legal_transition_rows`, the same table :data:`audit.checks.LEGAL_TRANSITIONS`
-  is). Transitions with an unknown from- or to-state are not judged, as in :mod:`audit.local_engine`.
+How the checks are written (the order of a run is ``(seq, source, position)``, nulls first; a row's
+*era* is the number of controller epoch resets up to and including it, a row's *incarnation* the
+number of its topic's ``topic_created`` / ``topic_deletion_completed`` rows before it)
 
-The SQL reads a relation ``audit_rows`` in the shape of :mod:`audit.rows` and one ``legal`` of
-(``machine``, ``from_state``, ``to_state``); it is plain SQL that DuckDB and Spark SQL both run
-(:func:`duckdb_illegal_transitions`, :func:`spark_illegal_transitions`). The result's rows become the same
-:class:`audit.checks.Violation` objects (detail text included) as the local engine's, through
-:func:`audit.checks.violation`.
+- controller epochs: one window over each run's rows with a known epoch finds the previous row's epoch
+  and the highest epoch of the rows before (``run_max``); the rows below ``run_max`` are few
+  (``epoch_marks``: resets, decreases, zombies). A reset is such a row at epoch 1 after an election at a
+  higher epoch (``elections``: each election's previous one) in a run with elections, after any row at a
+  higher epoch in a run without. Before a run's first reset the highest epoch of the era is ``run_max``;
+  after it (only runs with a reset) a window per (run, era) finds it. The resets as intervals of the
+  run's order (``eras``) give every other row its era by a join;
+- topics: the create/delete rows (``boundaries``) as intervals per (run, topic) give each row its
+  incarnation (``incarnations``); the last of them per (run, era, topic), when it is a deletion's
+  completion, is a deleted topic (``deletions``);
+- transitions: legality is an anti-join with ``legal``; continuity one window per (run, era, entity)
+  ordered by (controller epoch, incarnation, order): the row before is the predecessor when its epoch
+  and incarnation are the same; the same window's largest order marks each entity's last transition of
+  the era (deleted topics that keep state, replicas stuck in ReplicaDeletionIneligible);
+- leaders, per (run, era, topic, incarnation, partition): the highest earlier leader epoch (rows with a
+  leader epoch), the first leader per leader epoch (rows with a leader and a leader epoch), the previous
+  known ISR (``lag`` over the rows with an ISR); a leader not in its ISR and the findings (unclean, failed
+  and refused transitions) are conditions on single rows.
 
-DuckDB is optional (``pip install duckdb``); it is imported only when called.
+Portability: only functions both engines have (``array_contains``, ``array_intersect``,
+``array_distinct``, ``concat``, ``cardinality``, window ``lag``/``lead``/``first_value``/``max``), row
+constructors ``(a, b)`` compared as structs (made of non-null fields, as both order nulls in structs
+differently), ``IS NOT DISTINCT FROM`` for keys that may be null, and no lambdas or ``IGNORE NULLS``
+(their syntaxes differ).
 """
 from __future__ import annotations
 
-from audit.checks import ILLEGAL_TRANSITION, Violation, sort_key, violation
-from audit.rows import COLUMNS, PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
-from statemachines.states import legal_transition_rows
+from collections import Counter
+from typing import NamedTuple
 
-__all__ = ["ILLEGAL_TRANSITIONS_SQL", "ILLEGAL_TRANSITIONS_COUNT_SQL", "legal_table", "duckdb_illegal_transitions",
-           "duckdb_connection", "spark_illegal_transitions", "violations_of"]
+from audit.checks import (
+    ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET,
+    DELETED_TOPIC_HAS_STATE, DELETION_STUCK, DISCONTINUITY, DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION,
+    FINDING_KINDS, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION, ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED,
+    LEADER_KINDS, LEADER_NOT_IN_ISR, NON_EXISTENT, REFUSED_TRANSITION, TOPIC_BOUNDARY_KINDS, TRANSITION_KINDS,
+    UNCLEAN_ELECTION, VIOLATION_KINDS, ZOMBIE_WRITE, Report, Violation, build_report, sort_key, violation,
+)
+from audit.rows import (
+    COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, PARTITION_TRANSITION, REPLICA_TRANSITION,
+    TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow,
+)
+from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE, legal_transition_rows
+
+__all__ = ["FOUND", "FOUND_COLUMNS", "ILLEGAL_TRANSITIONS_COUNT_SQL", "ILLEGAL_TRANSITIONS_SQL", "STATS_SQL", "STEPS",
+           "Step", "duckdb_connection", "duckdb_illegal_transitions", "legal_table", "listed_sql", "report_of",
+           "spark_audit", "spark_illegal_transitions", "violations_of"]
+
+
+class Step(NamedTuple):
+    name: str      # the relation it defines
+    sql: str       # a SELECT over audit_rows, legal and the steps before
+    small: bool    # few rows: worth materializing (an engine may keep the others as views)
+
+
+def _in(values) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in sorted(values)) + ")"
+
+
+_ORDER = ("seq", "source", "position")
+_BY_ORDER = "seq NULLS FIRST, source NULLS FIRST, position NULLS FIRST"
+_BY_ORDER_DESC = "seq DESC NULLS LAST, source DESC NULLS LAST, position DESC NULLS LAST"
+# A run's order as one struct of non-null fields (the local engine's null-safe order): comparable alike in both.
+_ORD = "(seq IS NOT NULL, coalesce(seq, 0), source IS NOT NULL, coalesce(source, ''), " \
+       "position IS NOT NULL, coalesce(position, 0))"
+_BEFORE_ALL = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
+_WHOLE = "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+
+
+def _before(x: str, y: str, or_equal: bool) -> str:
+    """SQL: the order of ``x`` (columns ``{x}seq``, ``{x}source``, ``{x}position``) is before (or the same as)
+    ``y``'s, nulls first."""
+    out = "TRUE" if or_equal else "FALSE"
+    for c in reversed(_ORDER):
+        a, b = f"{x}{c}", f"{y}{c}"
+        out = f"(({a} IS NULL AND {b} IS NOT NULL) OR {a} < {b} OR ({a} IS NOT DISTINCT FROM {b} AND {out}))"
+    return out
+
+
+def _within(row: str, interval: str) -> str:
+    """SQL: ``row``'s order lies in the interval ``[lo, hi)`` of ``interval`` (``hi`` absent: to the end)."""
+    return (f"{_before(interval + 'lo_', row, True)} AND "
+            f"(NOT {interval}has_hi OR {_before(row, interval + 'hi_', False)})")
+
+
+def _same_row(x: str, y: str) -> str:
+    return " AND ".join(f"{x}{c} IS NOT DISTINCT FROM {y}{c}" for c in ("run_id", *_ORDER))
+
+
+def _intervals(source: str, keys: str, number: str) -> str:
+    """Each row of ``source`` as the start of an interval of its ``keys``' order, up to the next one's."""
+    w = f"(PARTITION BY {keys} ORDER BY {_BY_ORDER})"
+    return f"""
+SELECT {keys}, seq AS lo_seq, source AS lo_source, position AS lo_position,
+       lead(seq) OVER {w} AS hi_seq, lead(source) OVER {w} AS hi_source, lead(position) OVER {w} AS hi_position,
+       coalesce(lead(TRUE) OVER {w}, FALSE) AS has_hi, row_number() OVER {w} AS {number}
+FROM {source}"""
+
+
+def _scoped(kinds, columns: str) -> str:
+    """The rows of ``kinds`` with their era and their topic's incarnation."""
+    cols = ", ".join(f"r.{c}" for c in columns.split(", "))
+    return f"""
+SELECT {cols}, coalesce(z.era, 0) AS era, coalesce(i.inc, 0) AS inc
+FROM audit_rows r
+LEFT JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
+LEFT JOIN incarnations i ON r.run_id IS NOT DISTINCT FROM i.run_id AND r.topic IS NOT DISTINCT FROM i.topic
+     AND {_within('r.', 'i.')}
+WHERE r.kind IN {_in(kinds)}"""
+
+
+_KEY = "run_id, seq, source, position"
+_EPOCH_ROWS = f"kind IN {_in(EPOCH_KINDS)} AND controller_epoch >= 0"
+_ELECTED = f"kind = '{CONTROLLER_ELECTED}'"
+_GONE = (f"CASE entity WHEN '{ENTITY_REPLICA}' THEN {NON_EXISTENT[ENTITY_REPLICA]} "
+         f"WHEN '{ENTITY_PARTITION}' THEN {NON_EXISTENT[ENTITY_PARTITION]} END")
+_LEADER_KEY = "run_id, era, topic, inc, partition"
+_LEADER_COLUMNS = "run_id, seq, source, position, topic, partition, leader, leader_epoch, isr, replicas, unclean"
+_ELECTION = f"coalesce(entity = '{ENTITY_PARTITION}' AND to_state = {ONLINE_PARTITION}, FALSE)"
 
 # An anti-join written as a left join (DuckDB plans NOT EXISTS here as a mark join over a copy of every
 # column: measured 5x slower; Spark SQL runs either).
@@ -43,6 +151,169 @@ ILLEGAL_TRANSITIONS_COUNT_SQL = "SELECT count(*)" + _ILLEGAL_FROM_WHERE
 """How many transitions are illegal (what the benchmark times: the check without building violations)."""
 
 
+STEPS: tuple[Step, ...] = (
+    # The runs with elections (a known epoch): only elections start an era there.
+    Step("election_runs", f"""
+SELECT DISTINCT run_id, TRUE AS has_elections FROM audit_rows WHERE {_ELECTED} AND controller_epoch >= 0""", True),
+    # Rows with a known epoch below the highest epoch of the run's rows before them: resets, decreases, zombies.
+    Step("epoch_marks", f"""
+SELECT * FROM (
+  SELECT r.run_id, r.seq, r.source, r.position, r.kind, r.controller_epoch AS epoch,
+         coalesce(x.has_elections, FALSE) AS has_elections,
+         lag(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_ORDER}) AS prev_epoch,
+         max(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS run_max
+  FROM audit_rows r LEFT JOIN election_runs x ON r.run_id IS NOT DISTINCT FROM x.run_id
+  WHERE r.{_EPOCH_ROWS}
+) WHERE epoch < run_max""", True),
+    Step("elections", f"""
+SELECT {_KEY}, controller_epoch AS epoch,
+       lag(controller_epoch) OVER (PARTITION BY run_id ORDER BY {_BY_ORDER}) AS prev_elected
+FROM audit_rows WHERE {_ELECTED} AND controller_epoch >= 0""", True),
+    Step("resets", f"""
+SELECT m.run_id, m.seq, m.source, m.position,
+       CASE WHEN m.has_elections THEN e.prev_elected ELSE m.prev_epoch END AS a, m.run_max AS b
+FROM epoch_marks m LEFT JOIN elections e ON {_same_row('m.', 'e.')}
+WHERE m.epoch = {FIRST_CONTROLLER_EPOCH} AND CASE WHEN m.has_elections
+      THEN m.{_ELECTED} AND coalesce(e.prev_elected > {FIRST_CONTROLLER_EPOCH}, FALSE)
+      ELSE coalesce(m.prev_epoch > {FIRST_CONTROLLER_EPOCH}, FALSE) END""", True),
+    Step("eras", _intervals("resets", "run_id", "era"), True),
+    # After a run's first reset: the highest epoch of the earlier rows of the era.
+    Step("epochs_after_reset", f"""
+SELECT * FROM (
+  SELECT r.run_id, r.seq, r.source, r.position, r.kind, r.controller_epoch AS epoch,
+         max(r.controller_epoch) OVER (PARTITION BY r.run_id, z.era ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS era_max
+  FROM audit_rows r JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
+  WHERE r.{_EPOCH_ROWS}
+) WHERE epoch < era_max""", True),
+    Step("boundaries", f"""
+SELECT r.run_id, r.topic, r.kind, r.seq, r.source, r.position, coalesce(z.era, 0) AS era
+FROM audit_rows r LEFT JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
+WHERE r.kind IN {_in(TOPIC_BOUNDARY_KINDS)}""", True),
+    Step("incarnations", _intervals("boundaries", "run_id, topic", "inc"), True),
+    Step("deletions", f"""
+SELECT run_id, era, topic, seq AS deleted_at FROM (
+  SELECT run_id, era, topic, kind, seq,
+         row_number() OVER (PARTITION BY run_id, era, topic ORDER BY {_BY_ORDER_DESC}) AS k
+  FROM boundaries WHERE topic IS NOT NULL
+) WHERE k = 1 AND kind = '{TOPIC_DELETION_COMPLETED}'""", True),
+    # Transitions: continuity, and each entity's last transition in the era.
+    Step("transition_marks", f"""
+SELECT t.*, t.is_last AND d.deleted_at IS NOT NULL AND t.to_state IS NOT NULL AND t.gone IS NOT NULL
+            AND t.to_state <> t.gone AS keeps_state, d.deleted_at
+FROM (
+  SELECT *, coalesce(prev_inc = inc AND prev_epoch IS NOT DISTINCT FROM controller_epoch
+                     AND from_state IS NOT NULL AND prev_to IS NOT NULL AND from_state <> prev_to, FALSE) AS broken,
+         coalesce(is_last AND entity = '{ENTITY_REPLICA}' AND to_state = {REPLICA_DELETION_INELIGIBLE}, FALSE) AS stuck
+  FROM (
+    SELECT run_id, seq, source, position, entity, topic, from_state, to_state, controller_epoch, era, {_GONE} AS gone,
+           lag(to_state) OVER w AS prev_to, lag(seq) OVER w AS prev_seq,
+           lag(controller_epoch) OVER w AS prev_epoch, lag(inc) OVER w AS prev_inc, inc,
+           max({_ORD}) OVER (PARTITION BY run_id, era, entity, topic, partition, replica
+                             ORDER BY controller_epoch NULLS FIRST, inc, {_BY_ORDER} {_WHOLE}) = {_ORD} AS is_last
+    FROM ({_scoped(TRANSITION_KINDS, "run_id, seq, source, position, entity, topic, partition, replica, "
+                                     "from_state, to_state, controller_epoch")}) s
+    WINDOW w AS (PARTITION BY run_id, era, entity, topic, partition, replica
+                 ORDER BY controller_epoch NULLS FIRST, inc, {_BY_ORDER})
+  ) u
+) t LEFT JOIN deletions d ON t.run_id IS NOT DISTINCT FROM d.run_id AND t.era = d.era AND t.topic = d.topic
+WHERE t.broken OR t.stuck OR (t.is_last AND d.deleted_at IS NOT NULL)""", True),
+    Step("leader_rows", _scoped(LEADER_KINDS, _LEADER_COLUMNS), False),
+    Step("leader_epochs_down", f"""
+SELECT * FROM (
+  SELECT {_KEY}, leader_epoch,
+         max(leader_epoch) OVER (PARTITION BY {_LEADER_KEY} ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS max_le
+  FROM leader_rows WHERE leader_epoch >= 0
+) WHERE leader_epoch < max_le""", True),
+    Step("second_leaders", f"""
+SELECT * FROM (
+  SELECT {_KEY}, leader, first_value(leader) OVER w AS first_leader, first_value(seq) OVER w AS first_seq
+  FROM leader_rows WHERE leader_epoch >= 0 AND leader >= 0
+  WINDOW w AS (PARTITION BY {_LEADER_KEY}, leader_epoch ORDER BY {_BY_ORDER})
+) WHERE leader <> first_leader""", True),
+    # A broker in the ISR that is neither a replica nor in the previous known ISR (isr minus both is not empty).
+    Step("isr_strangers", f"""
+SELECT * FROM (
+  SELECT {_KEY}, isr, replicas, lag(isr) OVER (PARTITION BY {_LEADER_KEY} ORDER BY {_BY_ORDER}) AS prev_isr
+  FROM leader_rows WHERE isr IS NOT NULL
+) WHERE replicas IS NOT NULL
+    AND cardinality(array_intersect(isr, concat(replicas, coalesce(prev_isr, replicas)))) < cardinality(array_distinct(isr))
+""", True),
+)
+
+
+def _found(kind, where: str, a: str = "NULL", b: str = "NULL", prev_isr: str = "NULL", source: str = "audit_rows",
+           prefix: str = "") -> str:
+    kind_sql = kind if kind.startswith("CASE") else f"'{kind}'"
+    key = ", ".join(prefix + c for c in ("run_id", *_ORDER))
+    return (f"SELECT {kind_sql} AS violation, {key}, CAST({a} AS BIGINT) AS a, CAST({b} AS BIGINT) AS b, "
+            f"{prev_isr} AS prev_isr FROM {source} WHERE {where}")
+
+
+_DECREASED_OR_ZOMBIE = f"CASE WHEN {_ELECTED} THEN '{CONTROLLER_EPOCH_DECREASED}' ELSE '{ZOMBIE_WRITE}' END"
+
+FOUND = "\nUNION ALL\n".join((
+    _found(ISR_NOT_IN_REPLICAS, "TRUE", prev_isr="prev_isr", source="isr_strangers"),
+    "SELECT '" + ILLEGAL_TRANSITION + "' AS violation, r.run_id, r.seq, r.source, r.position, CAST(NULL AS BIGINT) AS a, "
+    "CAST(NULL AS BIGINT) AS b, NULL AS prev_isr" + _ILLEGAL_FROM_WHERE,
+    _found(CONTROLLER_EPOCH_RESET, "TRUE", "a", "b", source="resets"),
+    # Before the run's first reset the era's highest epoch is the run's.
+    _found(_DECREASED_OR_ZOMBIE.replace("kind", "m.kind"), f"z.era IS NULL OR {_before('m.', 'z.lo_', False)}",
+           "m.run_max", source="epoch_marks m LEFT JOIN eras z ON m.run_id IS NOT DISTINCT FROM z.run_id AND z.era = 1",
+           prefix="m."),
+    _found(_DECREASED_OR_ZOMBIE, "TRUE", "era_max", source="epochs_after_reset"),
+    _found(DISCONTINUITY, "broken", "prev_to", "prev_seq", source="transition_marks"),
+    _found(DELETED_TOPIC_HAS_STATE, "keeps_state", "deleted_at", source="transition_marks"),
+    _found(DELETION_STUCK, "stuck", source="transition_marks"),
+    _found(LEADER_EPOCH_DECREASED, "TRUE", "max_le", source="leader_epochs_down"),
+    _found(DUPLICATE_LEADER, "TRUE", "first_leader", "first_seq", source="second_leaders"),
+    _found(LEADER_NOT_IN_ISR, f"kind IN {_in(LEADER_KINDS)} AND leader >= 0 AND isr IS NOT NULL "
+                              "AND NOT array_contains(isr, leader) AND NOT coalesce(unclean, FALSE)"),
+    _found(UNCLEAN_ELECTION, f"kind IN {_in(LEADER_KINDS)} AND coalesce(unclean, FALSE)"),
+    _found(f"CASE WHEN {_ELECTION} THEN '{FAILED_ELECTION}' ELSE '{REFUSED_TRANSITION}' END",
+           f"kind = '{TRANSITION_FAILED}'"),
+))
+"""Every violation and finding: ``violation`` (the kind), the row's run and order, and what the check compared
+it with (``a``, ``b``, ``prev_isr``: the values :func:`audit.checks.violation` takes)."""
+
+FOUND_COLUMNS = ("violation", "run_id", "seq", "source", "position", "a", "b", "prev_isr")
+
+STATS_SQL = f"""
+SELECT run_id, kind, CASE WHEN kind = '{TRANSITION_FAILED}' THEN error END AS error, count(*) AS n
+FROM audit_rows GROUP BY run_id, kind, CASE WHEN kind = '{TRANSITION_FAILED}' THEN error END"""
+"""The rows counted by run, kind and (failures) error: the report's summary."""
+
+COUNTS_SQL = "SELECT violation, run_id, source, count(*) AS n FROM found GROUP BY violation, run_id, source"
+
+
+def listed_sql(kinds, limit: int | None) -> str:
+    """The found rows of ``kinds`` in report order (at most ``limit``), joined with their whole audit rows."""
+    cut = "" if limit is None else f" LIMIT {int(limit)}"
+    picked = (f"SELECT * FROM found WHERE violation IN {_in(kinds)} "
+              f"ORDER BY run_id NULLS FIRST, {_BY_ORDER}, violation{cut}")
+    return (f"SELECT f.violation, f.a, f.b, f.prev_isr, " + ", ".join(f"r.{c}" for c in COLUMNS) +
+            f" FROM ({picked}) f JOIN audit_rows r ON {_same_row('f.', 'r.')}")
+
+
+def report_of(listed, counts, stats, limit: int | None) -> Report:
+    """The report from what an engine found: ``listed`` (rows of :func:`listed_sql`'s columns, as tuples),
+    ``counts`` ((violation, run_id, source, n) tuples of ``COUNTS_SQL``), ``stats`` ((run_id, kind, error, n)
+    tuples of :data:`STATS_SQL`)."""
+    found = []
+    for kind, a, b, prev_isr, *row in listed:
+        row = AuditRow(*row)
+        found.append(violation(kind, row, prev_isr if kind == ISR_NOT_IN_REPLICAS else a, b))
+    rows_by_kind: Counter = Counter()
+    failures: Counter = Counter()
+    rows_by_run: Counter = Counter()
+    for run_id, kind, error, n in stats:
+        rows_by_run[run_id] += n
+        rows_by_kind[kind] += n
+        if kind == TRANSITION_FAILED:
+            failures[error] += n
+    return build_report(found, {(k, run, source): n for k, run, source, n in counts}, rows_by_kind, failures,
+                        len(rows_by_run), limit, rows_by_run)
+
+
 def legal_table():
     """The legal-transition table as Arrow: (machine, from_state, to_state), machine = the row's ``entity``."""
     import pyarrow as pa
@@ -53,7 +324,7 @@ def legal_table():
 
 
 def violations_of(columns: dict) -> list[Violation]:
-    """Violations (report order) from the result's columns (name -> list of values)."""
+    """Illegal-transition violations (report order) from the result's columns (name -> list of values)."""
     rows = [AuditRow(*values) for values in zip(*(columns[c] for c in COLUMNS))]
     return sorted((violation(ILLEGAL_TRANSITION, r) for r in rows), key=sort_key)
 
@@ -79,11 +350,49 @@ def duckdb_illegal_transitions(rows, *, threads: int | None = None) -> list[Viol
         con.close()
 
 
+def _spark_legal(spark):
+    legal = [(m, f, t) for m, _, _, f, t in legal_transition_rows()]
+    spark.createDataFrame(legal, "machine string, from_state int, to_state int").createOrReplaceTempView("legal")
+
+
 def spark_illegal_transitions(df) -> list[Violation]:
     """The same SQL on Spark, over a DataFrame of audit rows (``audit.rows.SPARK_DDL``)."""
     spark = df.sparkSession
     df.createOrReplaceTempView("audit_rows")
-    legal = [(m, f, t) for m, _, _, f, t in legal_transition_rows()]
-    spark.createDataFrame(legal, "machine string, from_state int, to_state int").createOrReplaceTempView("legal")
+    _spark_legal(spark)
     found = spark.sql(ILLEGAL_TRANSITIONS_SQL).collect()
     return violations_of({c: [r[c] for r in found] for c in COLUMNS})
+
+
+def spark_audit(df, *, limit: int | None = None) -> Report:
+    """Every check of :data:`STEPS` and :data:`FOUND` on Spark SQL, over a DataFrame of audit rows
+    (``audit.rows.SPARK_DDL``): the rows are persisted once, the small steps cached."""
+    from pyspark import StorageLevel
+    spark = df.sparkSession
+    held = [df.select(*COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)]
+    try:
+        held[0].createOrReplaceTempView("audit_rows")
+        _spark_legal(spark)
+        for step in STEPS:
+            frame = spark.sql(step.sql)
+            if step.small:
+                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
+                held.append(frame)
+            frame.createOrReplaceTempView(step.name)
+        found = spark.sql(FOUND).persist(StorageLevel.MEMORY_AND_DISK)
+        held.append(found)
+        found.createOrReplaceTempView("found")
+        counts = [tuple(r) for r in spark.sql(COUNTS_SQL).collect()]
+        listed = [tuple(r) for kinds in (ALL_VIOLATION_KINDS, ALL_FINDING_KINDS)
+                  for r in spark.sql(listed_sql(kinds, limit)).collect()]
+        stats = [tuple(r) for r in spark.sql(STATS_SQL).collect()]
+    finally:
+        for frame in held:
+            frame.unpersist()
+    return report_of(listed, counts, stats, limit)
+
+
+assert set(VIOLATION_KINDS) | set(FINDING_KINDS) == {
+    ILLEGAL_TRANSITION, DISCONTINUITY, LEADER_EPOCH_DECREASED, DUPLICATE_LEADER, LEADER_NOT_IN_ISR, ISR_NOT_IN_REPLICAS,
+    CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, ZOMBIE_WRITE, DELETED_TOPIC_HAS_STATE, UNCLEAN_ELECTION,
+    FAILED_ELECTION, REFUSED_TRANSITION, DELETION_STUCK}, "a check of audit.checks is missing from audit.sql_checks"
