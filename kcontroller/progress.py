@@ -6,6 +6,8 @@ A bar is redrawn at most ten times a wall second and erased when its command is 
 output). ``simulate`` shows simulated seconds; ``replay`` and ``log`` records read (the log's last offset is
 the total); ``sweep`` runs done out of the seeds; ``audit`` the bytes of its inputs read so far, sampled from
 the process's own I/O counter (``/proc/self/io``; where there is none, the time spent) while the audit runs.
+Work on Spark shows Spark's own progress instead (:class:`SparkTasks`): the tasks done of the command's jobs,
+read from the driver's status tracker.
 """
 from __future__ import annotations
 
@@ -143,3 +145,50 @@ def input_bytes(paths: Iterable[str]) -> int:
                 except OSError:
                     pass
     return total
+
+
+class SparkTasks(Poller):
+    """A bar of the Spark tasks done, out of the tasks of every stage of the jobs started inside the ``with``
+    block (what Spark's console progress bar shows, summed over the command's jobs). The jobs are found by a
+    job group set for the block on the calling thread (PySpark pins it to the JVM thread that runs the jobs)
+    and cleared after; ``sample`` reads ``SparkContext.statusTracker()`` from the poller's thread."""
+
+    _groups = 0
+
+    def __init__(self, mode: str | None, spark, *, desc: str, interval: float = 0.5):
+        SparkTasks._groups += 1
+        self.sc = spark.sparkContext
+        self.group = f"kcontroller-{os.getpid()}-{SparkTasks._groups}"
+        self.desc = desc
+        super().__init__(mode, self._tasks_done, total=None, unit="task", desc=desc, interval=interval,
+                         unit_scale=False)
+
+    def counts(self) -> tuple[int, int]:
+        """(tasks done, tasks in all) of the block's jobs so far (stages not planned yet are not counted)."""
+        tracker = self.sc.statusTracker()
+        done = total = 0
+        for job_id in tracker.getJobIdsForGroup(self.group):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in (job.stageIds if job is not None else ()):
+                stage = tracker.getStageInfo(stage_id)
+                if stage is not None:
+                    done += stage.numCompletedTasks
+                    total += stage.numTasks
+        return done, total
+
+    def _tasks_done(self) -> float:
+        done, total = self.counts()
+        if total and self.bar.total != total:
+            self.bar.total = total
+        return done
+
+    def __enter__(self) -> SparkTasks:
+        self.sc.setJobGroup(self.group, self.desc)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            super().__exit__(*exc_info)
+        finally:
+            self.sc.setLocalProperty("spark.jobGroup.id", None)
+            self.sc.setLocalProperty("spark.job.description", None)

@@ -332,10 +332,14 @@ def cmd_replay_many(args) -> int:
             return _error(f"cannot start Spark ({first_line}); --engine local replays without a JVM")
         where = f"Spark {spark.sparkContext.master}, one task per log"
     try:
-        with progress.bar(args.progress, total=len(found_logs), unit="log", desc="replayed",
-                          unit_scale=False) as bar:
-            report = replay_logs(args.paths, engine=engine if spark is not None else "local", spark=spark,
-                                 from_snapshot=args.from_snapshot, progress=bar)
+        if spark is not None:
+            # One task per log: Spark's tasks done are the logs replayed.
+            with progress.SparkTasks(args.progress, spark, desc="replayed (Spark tasks)"):
+                report = replay_logs(args.paths, engine="spark", spark=spark, from_snapshot=args.from_snapshot)
+        else:
+            with progress.bar(args.progress, total=len(found_logs), unit="log", desc="replayed",
+                              unit_scale=False) as bar:
+                report = replay_logs(args.paths, engine="local", from_snapshot=args.from_snapshot, progress=bar)
     finally:
         if created and spark is not None:
             spark.stop()

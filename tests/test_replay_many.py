@@ -194,8 +194,12 @@ def test_spark_gives_the_local_verdicts_one_task_per_log(spark, runs, corrupt, c
     assert on_spark.engine == "spark" and on_spark.verdicts == local.verdicts
     assert [v["verdict"] for v in local.verdicts].count("diverged") == 1 and local.exit_status == 2
     # The command, on the session the test run shares (it takes the active one, and leaves it running).
-    code = main(["replay", *map(str, paths), "--engine", "spark", "--master", spark.sparkContext.master, "--json"])
-    assert code == 2 and json.loads(capsys.readouterr().out) == local.to_json()
+    code = main(["replay", *map(str, paths), "--engine", "spark", "--master", spark.sparkContext.master, "--json",
+                 "--progress", "always"])
+    out, err = capsys.readouterr()
+    assert code == 2 and json.loads(out) == local.to_json()
+    logs = len(local.verdicts)
+    assert f"{logs}/{logs}" in err and "Spark tasks" in err     # the bar: Spark's tasks, one per log
     assert spark.range(3).count() == 3
 
 
