@@ -299,8 +299,14 @@ def report_of(listed, counts, stats, limit: int | None) -> Report:
     ``counts`` ((violation, run_id, source, n) tuples of ``COUNTS_SQL``), ``stats`` ((run_id, kind, error, n)
     tuples of :data:`STATS_SQL`)."""
     found = []
+    seen = set()
     for kind, a, b, prev_isr, *row in listed:
         row = AuditRow(*row)
+        key = (kind, row.run_id, row.seq, row.source, row.position)
+        if key in seen:
+            raise ValueError(f"two rows of run {row.run_id!r} share seq {row.seq}, source {row.source!r} and position "
+                             f"{row.position}: (run_id, seq, source, position) must be unique (audit.checks)")
+        seen.add(key)
         found.append(violation(kind, row, prev_isr if kind == ISR_NOT_IN_REPLICAS else a, b))
     rows_by_kind: Counter = Counter()
     failures: Counter = Counter()
