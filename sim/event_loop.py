@@ -33,6 +33,9 @@ class Timer:
         return f"Timer({self.name!r} at {self.time}{', cancelled' if self.cancelled else ''})"
 
 
+_LIVE = Timer(0, "a message")    # the handle every posted event shares: a posted event is never cancelled
+
+
 class EventLoop:
     """A discrete-event loop: ``now`` in ms, a heap of callbacks, one seeded random source."""
 
@@ -56,6 +59,14 @@ class EventLoop:
         timer = Timer(time_ms, name)
         heapq.heappush(self._heap, (time_ms, self._seq, timer, fn))
         return timer
+
+    def post(self, time_ms: int, fn: Callable[[], object]) -> None:
+        """Run ``fn`` at ``time_ms`` (not before now), with no handle to cancel it: what a message in flight
+        is (the network's deliveries, thousands a simulated second, make no handle each)."""
+        if time_ms < self.now:
+            raise ValueError(f"cannot schedule {fn!r} at {time_ms} ms: it is already {self.now} ms")
+        self._seq += 1
+        heapq.heappush(self._heap, (time_ms, self._seq, _LIVE, fn))
 
     def after(self, delay_ms: int, fn: Callable[[], object], name: str = "") -> Timer:
         if delay_ms < 0:

@@ -92,5 +92,5 @@ class Network:
                 self.lost += 1
                 if on_lost is not None:
                     on_lost()
-        loop.at(arrival, arrive, name or f"{src}->{dst}")
+        loop.post(arrival, arrive)
         return True

@@ -59,3 +59,22 @@ def test_same_seed_same_run(plan, seed):
     a = run()
     assert a == run()
     assert [x[0] for x in a] == sorted(x[0] for x in a)
+
+
+def test_posted_events_interleave_with_timers_in_schedule_order():
+    loop = EventLoop()
+    seen = []
+    loop.at(5, lambda: seen.append("timer a"))
+    loop.post(5, lambda: seen.append("posted"))
+    t = loop.at(5, lambda: seen.append("cancelled"))
+    loop.at(5, lambda: seen.append("timer b"))
+    loop.post(3, lambda: seen.append("first"))
+    t.cancel()
+    loop.run_until(10)
+    assert seen == ["first", "timer a", "posted", "timer b"] and loop.events_run == 4
+
+
+def test_a_message_cannot_be_posted_into_the_past():
+    loop = EventLoop(start_ms=10)
+    with pytest.raises(ValueError, match="already 10 ms"):
+        loop.post(9, lambda: None)
