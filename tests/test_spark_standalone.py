@@ -207,3 +207,33 @@ def test_a_sweep_under_spark_submit_runs_on_the_submitted_master(tmp_path):
                            cwd=str(tmp_path))
     assert local.returncode == 0, local.stderr[-4000:]
     assert (tmp_path / "spark" / "sweep.json").read_bytes() == (tmp_path / "local" / "sweep.json").read_bytes()
+
+
+def _env() -> dict:
+    return dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
+                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+
+
+def _kcontroller(args: list[str], cwd, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kcontroller", *args], env=_env(), capture_output=True, text=True,
+                          timeout=timeout, cwd=str(cwd))
+
+
+@pytest.fixture(scope="module")
+def sweep_logs(tmp_path_factory):
+    """A local sweep's logs (two seeds of the unclean-election example), for the replay and the fold."""
+    out = tmp_path_factory.mktemp("sweep-logs") / "sweep"
+    job = _kcontroller(["sweep", os.path.join(ROOT, "examples", "unclean-election-on.yaml"), "--seeds", "2",
+                        "--engine", "local", "--out", str(out)], out.parent)
+    assert job.returncode == 0, job.stderr[-4000:]
+    return out
+
+
+def test_kcontroller_replay_runs_on_a_standalone_cluster(cluster, sweep_logs, tmp_path):
+    """``kcontroller replay SWEEP_DIR --master spark://...``: one task per log on the cluster's executor, the
+    same verdicts as in process."""
+    on_cluster = _kcontroller(["replay", str(sweep_logs), "--master", cluster, "--json"], tmp_path)
+    local = _kcontroller(["replay", str(sweep_logs), "--engine", "local", "--json"], tmp_path)
+    assert on_cluster.returncode == 0 and local.returncode == 0, on_cluster.stderr[-4000:] + local.stderr[-2000:]
+    got = json.loads(on_cluster.stdout)
+    assert got == json.loads(local.stdout) and got["logs"] == 2 and got["same"] == 2
