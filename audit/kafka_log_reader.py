@@ -135,7 +135,7 @@ class KafkaLogReader:
         self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
         self._loggers: dict = {}               # logger as printed -> (_L_*, its full name)
         # Context of the log line being read.
-        self._item: tuple = (LOG, 0, path, 0, "", None, None, None, None, None)   # the log line being read
+        self._item: tuple = (LOG, 0, path, 0, "", None, None, None, None, None, None, "")   # the log line being read
         self._cid = -1
         self._epoch = -1
         self._out: list[AuditRow] = []
@@ -249,25 +249,10 @@ class KafkaLogReader:
         # One function for the whole classification of a line: nearly every line of a file comes here,
         # and each call saved is a few per cent of the reading speed.
         self._item = item
-        msg = item[4]
         logger = item[7]
+        ident = item[10]                         # the message's "[ident] " (pat.IDENT), split off by the layout
+        body = item[11]
         self._awaiting_exception = False
-        ident = None
-        body = msg
-        if msg[:1] == "[":
-            # "[ident] ", "[ident]: ", "[ident], " (pat.IDENT, by hand: this is on every line)
-            close = msg.find("]")
-            if close > 0:
-                ident = msg[1:close]
-                if "[" in ident:
-                    ident = None
-                else:
-                    end = close + 1
-                    if msg[end:end + 1] in (":", ","):
-                        end += 1
-                    if msg[end:end + 1] == " ":
-                        end += 1
-                    body = msg[end:]
         role = self._idents.get(ident)
         if role is None:
             role = self._idents[ident] = self._ident_role(ident)
@@ -328,7 +313,7 @@ class KafkaLogReader:
         elif category == "other":
             self.counts.other += 1
         else:
-            self._not_understood(item[3], self._line_text(item[5], item[6], msg, logger))
+            self._not_understood(item[3], self._line_text(item[5], item[6], item[4], logger))
 
     @staticmethod
     def _line_text(ts: str | None, level: str, msg: str, logger: str | None) -> str:

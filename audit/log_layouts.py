@@ -28,10 +28,18 @@ messages) are told from lines no layout fits. Timestamps are returned as ``yyyy-
 (the wall time as printed; a zone, when printed, is dropped), so that they compare as strings.
 
 :func:`split_lines` turns one file's lines into *items*, tuples ``(kind, seq, source, line, text, ts,
-level, logger, thread, stream)``: ``kind`` is LOG (``text`` is the message, without its logger or
-thread), CONT (a continuation line), PART (a partial line joined to the next), BLANK (empty, blank or
-a ``#`` comment) or UNKNOWN (``text`` is the line as read). :func:`rotation_order` orders a rotated
-set of files oldest first, :func:`chain` and :func:`merge_by_time` read several files as one stream.
+level, logger, thread, stream, prefix, body)``: ``kind`` is LOG (``text`` is the message, without its
+logger or thread), CONT (a continuation line), PART (a partial line joined to the next), BLANK (empty,
+blank or a ``#`` comment) or UNKNOWN (``text`` is the line as read). A LOG item's message is also given
+split (:func:`split_prefix`): ``prefix`` is the text of the bracket that opens it (Kafka's ``logIdent``,
+``[Controller id=1 epoch=7] ``), or None, and ``body`` the rest; what a prefix means is not this
+module's business. Other items have None in both.
+
+Kafka's layout and Strimzi's, with their usual timestamps, are read by one compiled pattern each that
+also splits the prefix off (the *fast paths*); a line they do not fit exactly goes the general way
+(``tests/test_log_layouts_fast_path.py`` holds the two to the same items). :func:`rotation_order` orders
+a rotated set of files oldest first, :func:`chain` and :func:`merge_by_time` read several files as one
+stream.
 """
 from __future__ import annotations
 
@@ -51,12 +59,30 @@ _TS = r"(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d{1,9})?)(?:Z|[+-]\d\d:?
 # Kafka's layout with its usual timestamp, in one match: what split_logger does, as a regex.
 _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL) "
                          r"(?:(.*) \(([^\s()=]+)\)\s*|(.*))$")
+# The fast paths: one match per line also splits the message's prefix (split_prefix, as a regex; inside
+# each alternative, so that the logger is found as in the whole message). ASCII digits only ([0-9] is
+# several times cheaper than \d, which takes any Unicode digit): a line they do not fit goes the general
+# way, so each fast pattern has to give what the general way gives only for the lines it matches.
+_D = "[0-9]"
+_PREFIX = r"(?:\[([^\[\]]*)\][:,]? ?)?"
+_FAST_LEVEL = "(INFO|DEBUG|TRACE|WARN|ERROR|WARNING|FATAL)"
+# Groups: ts, level, then (message, prefix, body, logger) with a logger, or (message, prefix, body) without.
+_KAFKA_FASTEST = re.compile(
+    rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
+    rf"(?:({_PREFIX}(.*)) \(([^\s()=]+)\)\s*|({_PREFIX}(.*)))$")
 
 _TS_MATCH = re.compile(_TS).match
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
 # "%d %p %c:%L - %m" and kin (dash: "dmsg"), else "%d %p %m ..." (Strimzi's and kin: "msg"), in one match.
 DATED = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]\d][^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:(?:\[(?P<t2>[^\]]*)\]\s+)?"
                    r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<dmsg>.*)|(?P<msg>.*))$")
+# Strimzi's layout, "%d{ISO8601} %p %m (%c) [%t]", as _dated reads it when the dash layout does not fit
+# (the negative lookahead is DATED's dash alternative), with split_logger's logger and _dated's thread.
+# Groups: ts, level, message, prefix, body, logger, thread.
+_STRIMZI_FAST = re.compile(
+    rf"({_D}{{4}}-{_D}{_D}-{_D}{_D}[ T]{_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}}) {_FAST_LEVEL} "
+    r"(?!\s|(?:\[[^\]]*\]\s+)?[A-Za-z_$][\w$.]*(?::(?:\d+|\?))?\s+-\s)"
+    rf"({_PREFIX}(.*)) \(([^ (=]+)\) \[([^\[\]]*)\]$")
 BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
 ZOOKEEPER = re.compile(_TS + r" \[myid:[^\]]*\] - " + _LEVEL + r"\s+\[(?P<thread>[^\]]*?):(?P<cls>[\w$]+)@\d+\] - "
                        r"(?P<msg>.*)$")
@@ -110,6 +136,23 @@ def split_logger(msg: str) -> tuple[str | None, str]:
     if start < 0 or not logger or " " in logger or "(" in logger or "=" in logger:
         return None, msg
     return logger, msg[:start]
+
+
+def split_prefix(msg: str) -> tuple[str | None, str]:
+    """(prefix, body) of a message: ``[prefix] body``, ``[prefix]: body``, ``[prefix], body`` (the text in
+    the first bracket, which holds no other ``[``); (None, msg) when the message opens with none."""
+    if msg[:1] == "[":
+        close = msg.find("]")
+        if close > 0:
+            prefix = msg[1:close]
+            if "[" not in prefix:
+                end = close + 1
+                if msg[end:end + 1] in (":", ","):
+                    end += 1
+                if msg[end:end + 1] == " ":
+                    end += 1
+                return prefix, msg[end:]
+    return None, msg
 
 
 # --- the message layouts: text -> (layout, ts, level, logger, thread, message) or None --------------
@@ -277,11 +320,13 @@ def _json_line(text: str) -> _Json | None:
 # --- one file's lines -> items ----------------------------------------------------------------------
 class LineSplitter:
     """Splits the lines of one or more files into items (see the module docstring); ``layouts`` counts
-    the log lines read in each layout (``compose+kafka``: Kafka's layout behind a docker-compose prefix)."""
+    the log lines read in each layout (``compose+kafka``: Kafka's layout behind a docker-compose prefix).
+    ``fast_paths=False`` reads every line the general way (for tests: the fast paths must agree with it)."""
 
-    __slots__ = ("layouts", "_first", "_streams", "_partial", "_prefix_first")
+    __slots__ = ("layouts", "_first", "_streams", "_partial", "_prefix_first", "_fast_paths")
 
-    def __init__(self):
+    def __init__(self, fast_paths: bool = True):
+        self._fast_paths = fast_paths
         self.layouts: dict[str, int] = {}
         self._first = _kafka
         self._streams: set = set()           # streams that have had a log line (continuations follow it)
@@ -292,10 +337,13 @@ class LineSplitter:
         """Items of one file's lines; ``seq`` and ``line`` are the 1-based line number."""
         # The loop reads Kafka's own layout and indented continuation lines inline: they are nearly
         # every line of a Kafka log, and a call per line would halve the reading speed.
-        kafka, layouts, parse, streams = _kafka, self.layouts, self._parse, self._streams
-        fast_match = _KAFKA_FAST.match
+        kafka, dated, layouts, parse, streams = _kafka, _dated, self.layouts, self._parse, self._streams
+        if self._fast_paths:
+            fastest_match, fast_match, strimzi_match = _KAFKA_FASTEST.match, _KAFKA_FAST.match, _STRIMZI_FAST.match
+        else:
+            fastest_match = fast_match = strimzi_match = _no_match
         stack_line = STACK_TRACE_LINE.match
-        fast = 0
+        fast = strimzi = 0
         try:
             for no, text in enumerate(lines, 1):
                 last = text[-1:]
@@ -303,20 +351,33 @@ class LineSplitter:
                     text = text.rstrip("\r\n")
                 first = text[:1]
                 if first == "[" and self._first is kafka:
+                    m = fastest_match(text)
+                    if m is not None:
+                        if not fast:
+                            streams.add(None)
+                        fast += 1
+                        ts, level, msg, prefix, body, logger, bare, prefix2, body2 = m.groups()
+                        if msg is None:
+                            yield (LOG, no, source, no, bare, ts, level, None, None, None, prefix2, body2)
+                        else:
+                            yield (LOG, no, source, no, msg, ts, level, logger, None, None, prefix, body)
+                        continue
                     m = fast_match(text)
                     if m is not None:
                         if not fast:
                             streams.add(None)
                         fast += 1
                         ts, level, msg, logger, bare = m.groups()
-                        yield (LOG, no, source, no, bare if msg is None else msg, ts, level, logger, None, None)
+                        if msg is None:
+                            msg = bare
+                        yield (LOG, no, source, no, msg, ts, level, logger, None, None, *split_prefix(msg))
                         continue
                 elif (first == "\t" or first == " ") and not text.isspace():
                     # No layout opens with blank space: a continuation, or a line not understood.
                     if None in streams or stack_line(text):
-                        yield (CONT, no, source, no, text, None, None, None, None, None)
+                        yield (CONT, no, source, no, text, None, None, None, None, None, None, None)
                     else:
-                        yield (UNKNOWN, no, source, no, text, None, None, None, None, None)
+                        yield (UNKNOWN, no, source, no, text, None, None, None, None, None, None, None)
                     continue
                 elif self._prefix_first:              # as the line before: behind a prefix, or JSON
                     items = self._prefixed(no, text, source, 0, None, "") if text else None
@@ -324,27 +385,42 @@ class LineSplitter:
                         yield from items
                         continue
                 elif self._first is not kafka and text:   # as the line before: another layout
+                    if self._first is dated:
+                        m = strimzi_match(text)
+                        if m is not None:
+                            if not strimzi:
+                                streams.add(None)
+                            strimzi += 1
+                            ts, level, msg, prefix, body, logger, thread = m.groups()
+                            if ts[10] == "T":
+                                ts = f"{ts[:10]} {ts[11:]}"
+                            yield (LOG, no, source, no, msg, ts, level, logger, thread, None, prefix, body)
+                            continue
                     parts = self._first(text)
                     if parts is not None:
                         streams.add(None)
                         name = parts[0]
                         layouts[name] = layouts.get(name, 0) + 1
-                        yield (LOG, no, source, no, parts[5], parts[1], parts[2], parts[3], parts[4], None)
+                        msg = parts[5]
+                        yield (LOG, no, source, no, msg, parts[1], parts[2], parts[3], parts[4], None,
+                               *split_prefix(msg))
                         continue
                 yield from parse(no, text, source)
             if self._partial:                         # a partial line never ended (a file cut mid-line)
                 partial, self._partial = self._partial, {}
                 for (stream, _), rest in partial.items():
                     items = self._inner(no, rest, source, 0, stream, "cri+") if rest else None
-                    yield from items or [(UNKNOWN, no, source, no, rest, None, None, None, None, stream)]
+                    yield from items or [(UNKNOWN, no, source, no, rest, None, None, None, None, stream, None, None)]
         finally:
             if fast:
                 layouts["kafka"] = layouts.get("kafka", 0) + fast
+            if strimzi:
+                layouts["strimzi"] = layouts.get("strimzi", 0) + strimzi
 
     def _parse(self, no: int, text: str, source: str, depth: int = 0, stream=None, prefix: str = "",
                outer_ts: str | None = None) -> list[tuple]:
         if not text or text.isspace() or (text[0] == "#" and not depth):
-            return [(BLANK, no, source, no, text, None, None, None, None, stream)]
+            return [(BLANK, no, source, no, text, None, None, None, None, stream, None, None)]
         if not depth and self._prefix_first:          # the line before was behind a prefix: so is this one
             inner = self._prefixed(no, text, source, depth, stream, prefix)
             if inner is not None:
@@ -356,7 +432,8 @@ class LineSplitter:
             name = prefix + parts[0]
             self.layouts[name] = self.layouts.get(name, 0) + 1
             ts = parts[1] if parts[1] is not None else outer_ts
-            return [(LOG, no, source, no, parts[5], ts, parts[2], parts[3], parts[4], stream)]
+            msg = parts[5]
+            return [(LOG, no, source, no, msg, ts, parts[2], parts[3], parts[4], stream, *split_prefix(msg))]
         if depth < 3:
             inner = self._prefixed(no, text, source, depth, stream, prefix)
             if inner is not None:
@@ -364,8 +441,8 @@ class LineSplitter:
                     self._prefix_first = True
                 return inner
         if STACK_TRACE_LINE.match(text) or (stream in self._streams and CONTINUATION.match(text)):
-            return [(CONT, no, source, no, text, None, None, None, None, stream)]
-        return [(UNKNOWN, no, source, no, text, None, None, None, None, stream)]
+            return [(CONT, no, source, no, text, None, None, None, None, stream, None, None)]
+        return [(UNKNOWN, no, source, no, text, None, None, None, None, stream, None, None)]
 
     def _prefixed(self, no, text, source, depth, stream, prefix) -> list | None:
         """The items of a line behind a prefix or in JSON; None if it is neither (or its inside is not
@@ -383,7 +460,7 @@ class LineSplitter:
                 rest = self._partial.pop(key, "") + m["rest"]
                 if m["tag"] == "P":
                     self._partial[key] = rest
-                    return [(PART, no, source, no, text, None, None, None, None, stream)]
+                    return [(PART, no, source, no, text, None, None, None, None, stream, None, None)]
                 return self._inner(no, rest, source, depth, stream, prefix + "cri+", _cri_ts(m["ts"]))
             m = TIMESTAMP_PREFIX.match(text)
             if m is not None:
@@ -409,7 +486,7 @@ class LineSplitter:
             return None
         if parsed.raw is not None:
             if not parsed.raw or parsed.raw.isspace():
-                items = [(BLANK, no, source, no, parsed.raw, None, None, None, None, stream)]
+                items = [(BLANK, no, source, no, parsed.raw, None, None, None, None, stream, None, None)]
             else:
                 items = self._inner(no, parsed.raw, source, depth, stream, prefix + "json+")
                 if items is None:
@@ -419,11 +496,15 @@ class LineSplitter:
             self._streams.add(stream)
             name = prefix + "json"
             self.layouts[name] = self.layouts.get(name, 0) + 1
-            items = [(LOG, no, source, no, message, ts, level, logger, thread, stream)]
+            items = [(LOG, no, source, no, message, ts, level, logger, thread, stream, *split_prefix(message))]
         for line in parsed.more:
             if line and not line.isspace():
-                items.append((CONT, no, source, no, line, None, None, None, None, stream))
+                items.append((CONT, no, source, no, line, None, None, None, None, stream, None, None))
         return items
+
+
+def _no_match(text: str) -> None:
+    return None
 
 
 def _cri_ts(ts: str) -> str | None:
