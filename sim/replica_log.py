@@ -105,6 +105,8 @@ class ReplicaLog:
     def epochs_between(self, start: int, end: int) -> list[tuple[int, int]]:
         """The epoch entries covering ``[start, end)`` (what a fetch response carries with its records)."""
         epochs = self.epochs
+        if epochs and epochs[-1][1] <= start:
+            return [(epochs[-1][0], start)]     # all in the latest epoch: what nearly every fetch reads
         i = max(0, bisect_right(epochs, start, key=_START) - 1)
         out = []
         for epoch, first in epochs[i:]:

@@ -67,6 +67,7 @@ UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 # batches, get objects of their own).
 NO_FOLLOWERS = MappingProxyType({})
 NOTHING_DELAYED = ()
+NO_REPLICAS = MappingProxyType({})        # the replicas of a broker whose process is not running
 
 # Session states (follower side).
 IDLE, IN_FLIGHT, PARKED, BACKOFF, DELAYED = range(5)
@@ -565,17 +566,20 @@ class Replication:
         if reps is None or not s.partitions or s.state != IDLE:
             return
         offsets = {}
-        for tp in (*s.dirty, *s.watch):
+        partitions = s.partitions
+        for tp in (*s.dirty, *s.watch) if s.watch else s.dirty:
             rep = reps.get(tp)
-            if rep is not None and tp in s.partitions and tp not in offsets:
-                offsets[tp] = (rep.log.leo, rep.log.latest_epoch, rep.leader_epoch)
+            if rep is not None and tp in partitions and tp not in offsets:
+                log = rep.log
+                epochs = log.epochs     # ReplicaLog.latest_epoch, inlined: once per partition fetched
+                offsets[tp] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
         s.dirty.clear()
         s.state = IN_FLIGHT
         s.sent_ms = self.sim.loop.now
         s.seq += 1
         seq = s.seq
         self.sim.network.send(f, s.leader, lambda: self._on_fetch(s, offsets, seq), lambda: self._backoff(s, seq),
-                              name=f"fetch {f}->{s.leader}")
+                              name="fetch")
 
     def _on_fetch(self, s: FetchSession, offsets: dict, seq: int) -> None:
         """At the leader: note the follower's progress, then answer or park."""
@@ -593,7 +597,7 @@ class Replication:
         errors: dict = {}
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
-            if rep is None or not rep.is_leader:
+            if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
                 errors[tp] = (NOT_LEADER_OR_FOLLOWER if rep is None or not rep.offline else KAFKA_STORAGE_ERROR,
                               leader_epoch)
                 continue
@@ -640,34 +644,41 @@ class Replication:
 
     def _respond(self, s: FetchSession, offsets: dict, truncations: dict, errors: dict, force: bool = False) -> None:
         leader = s.leader
-        reps = self.replicas.get(leader, {})
-        budget = self.response_max_bytes
+        reps = self.replicas.get(leader) or NO_REPLICAS
         data = {}
-        for tp in (*s.pending, *s.watch, *offsets):
-            if tp in data or tp in truncations or tp in errors:
-                continue
-            rep = reps.get(tp)
-            if rep is None or not rep.is_leader:
-                continue
-            start = rep.follower_leo.get(s.follower, -1)
-            if tp in offsets:
-                start = offsets[tp][0]
-            if start < 0 or start >= rep.log.leo:
-                continue
-            size = self.message_bytes.get(tp[0], 1024)
-            if budget < size:
-                break
-            count = min(rep.log.leo - start, max(1, self.fetch_max_bytes // size), max(1, budget // size))
-            budget -= count * size
-            upto = start + count
-            data[tp] = (start, upto, rep.log.epochs_between(start, upto), rep.log.hw, rep.leader_epoch)
-            if upto < rep.log.leo and tp not in s.watch:
-                s.watch[tp] = [s.caught_up_ms, rep.log.leo]
+        pending, watch = s.pending, s.watch
+        if pending or watch or offsets:
+            follower = s.follower
+            budget = self.response_max_bytes
+            fetch_max = self.fetch_max_bytes
+            message_bytes = self.message_bytes
+            skip = truncations or errors
+            for tp in (*pending, *watch, *offsets):
+                if tp in data or (skip and (tp in truncations or tp in errors)):
+                    continue
+                rep = reps.get(tp)
+                if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
+                    continue
+                o = offsets.get(tp)
+                start = o[0] if o is not None else rep.follower_leo.get(follower, -1)
+                log = rep.log
+                leo = log.leo
+                if start < 0 or start >= leo:
+                    continue
+                size = message_bytes.get(tp[0], 1024)
+                if budget < size:
+                    break
+                count = min(leo - start, max(1, fetch_max // size), max(1, budget // size))
+                budget -= count * size
+                upto = start + count
+                data[tp] = (start, upto, log.epochs_between(start, upto), log.hw, rep.leader_epoch)
+                if upto < leo and tp not in watch:
+                    watch[tp] = [s.caught_up_ms, leo]
         if not data:
-            s.pending.clear()     # nothing past the follower's offsets: the appends were already sent
+            pending.clear()     # nothing past the follower's offsets: the appends were already sent
         else:
             for tp in data:
-                s.pending.pop(tp, None)
+                pending.pop(tp, None)
         if not data and not truncations and not errors and not force:
             if s.state == IN_FLIGHT:
                 s.state = PARKED
@@ -692,7 +703,7 @@ class Replication:
         s.state = IN_FLIGHT
         seq = s.seq
         self.sim.network.send(leader, s.follower, lambda: self._on_response(s, data, truncations, errors, seq),
-                              lambda: self._backoff(s, seq), name=f"fetch response {leader}->{s.follower}")
+                              lambda: self._backoff(s, seq), name="fetch response")
 
     def _on_response(self, s: FetchSession, data: dict, truncations: dict, errors: dict, seq: int) -> None:
         """At the follower: truncate where told, append what came, fetch again."""

@@ -291,3 +291,21 @@ def test_holds_and_end_offsets_on_a_three_epoch_log():
     assert log.holds(2, 0, 100) == 4 and log.holds(2, 4, 6) == 2 and log.holds(1, 0, 9) == 0
     assert log.holds(5, 8, 20) == 1
     assert log.epoch_at(-1) == -1 and log.epoch_at(9) == -1 and log.epoch_at(6) == 2
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 20)), min_size=0, max_size=6),
+       st.integers(0, 120), st.integers(1, 40))
+def test_epochs_between_agrees_with_a_scan_of_every_entry(steps, start, length):
+    """The latest-epoch shortcut of ``epochs_between`` against the plain definition: every cached entry
+    that starts before the end, clipped to the start, from the last one at or before the start."""
+    log = ReplicaLog()
+    epoch = 0
+    for bump, count in steps:
+        epoch += bump
+        log.append(count, epoch)
+    start = min(start, log.leo)
+    end = start + length
+    covering = [k for k, (_, first) in enumerate(log.epochs) if first <= start]
+    i = covering[-1] if covering else 0
+    expected = [(e, max(first, start)) for e, first in log.epochs[i:] if first < end]
+    assert log.epochs_between(start, end) == expected
