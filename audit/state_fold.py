@@ -59,8 +59,10 @@ __all__ = ["Bound", "DIALECTS", "FoldError", "FoldResult", "LEADER_CHANGES_SCHEM
 DUCKDB, SPARK = "duckdb", "spark"
 DIALECTS = {
     DUCKDB: {"empty_ints": "CAST([] AS INTEGER[])",
+             "empty_replica_states": "CAST([] AS STRUCT(replica INTEGER, state VARCHAR)[])",
              "replica_state": "struct_pack(replica := {0}, state := {1})"},
     SPARK: {"empty_ints": "CAST(array() AS array<int>)",
+            "empty_replica_states": "CAST(array() AS array<struct<replica:int,state:string>>)",
             "replica_state": "named_struct('replica', {0}, 'state', {1})"},
 }
 # Partition states are 0..3: ``seq * 4 + state`` orders by seq and keeps the state (the last transition's
@@ -128,56 +130,48 @@ live AS (
 
 
 def state_sql(bound: Bound, dialect: str = DUCKDB) -> str:
-    """The state at ``bound`` (:data:`STATE_SCHEMA`, ordered by run, topic, partition)."""
+    """The state at ``bound`` (:data:`STATE_SCHEMA`, ordered by run, topic, partition).
+
+    Two aggregations over the live incarnation's rows: per (run, topic, partition, replica), the last of each kind
+    (``max_by`` over a seq that is NULL for rows of other kinds: both engines skip those); then per partition, its
+    own row (replica -1: its transitions and leader/ISR updates, whose ``replica`` may name the replica an update
+    removed from the ISR) with the list of its replicas' states. Few stages: Spark does not materialise a CTE
+    referenced twice, so each reference of the rows would read them again."""
     d = DIALECTS[dialect]
     empty = d["empty_ints"]
-    replica_state = d["replica_state"].format("replica", _names_case("state", REPLICA_BY_BYTE))
-    return "WITH" + _live_rows(bound, (PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED, REPLICA_TRANSITION,
-                                       TOPIC_DELETION_COMPLETED)) + f""",
+    pt, laiu, rt = PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED, REPLICA_TRANSITION
+    replica_state = d["replica_state"].format("replica", _names_case("r_state", REPLICA_BY_BYTE))
+    has_state = f"replica >= 0 AND r_state IS NOT NULL AND r_state <> {NON_EXISTENT_REPLICA}"
+    return "WITH" + _live_rows(bound, (pt, laiu, rt, TOPIC_DELETION_COMPLETED)) + f""",
 deleted AS (
   SELECT run_id, topic, max(seq) AS deleted_seq FROM live WHERE kind = '{TOPIC_DELETION_COMPLETED}'
   GROUP BY run_id, topic
 ),
-current AS (
-  SELECT l.* FROM live AS l
+entities AS (
+  SELECT l.run_id, l.topic, l.partition, CASE WHEN l.kind = '{rt}' THEN l.replica ELSE -1 END AS replica,
+         max(CASE WHEN l.kind = '{pt}' THEN l.seq END) AS pt_seq,
+         max_by(l.to_state, CASE WHEN l.kind = '{pt}' THEN l.seq END) AS p_state,
+         max_by(coalesce(l.replicas, {empty}), CASE WHEN l.kind = '{pt}' THEN l.seq END) AS replicas,
+         max_by(coalesce(l.leader, -1), CASE WHEN l.kind IN ('{pt}', '{laiu}') THEN l.seq END) AS leader,
+         max_by(coalesce(l.leader_epoch, -1), CASE WHEN l.kind IN ('{pt}', '{laiu}') THEN l.seq END) AS leader_epoch,
+         max_by(coalesce(l.isr, {empty}), CASE WHEN l.kind IN ('{pt}', '{laiu}') THEN l.seq END) AS isr,
+         max_by(l.to_state, CASE WHEN l.kind = '{rt}' THEN l.seq END) AS r_state,
+         max(l.seq) AS last_seq, max_by(l.time_ms, l.seq) AS last_time_ms
+  FROM live AS l
   LEFT JOIN deleted AS d ON d.run_id = l.run_id AND d.topic = l.topic
   WHERE l.kind <> '{TOPIC_DELETION_COMPLETED}' AND (d.deleted_seq IS NULL OR l.seq > d.deleted_seq)
-),
-partitions AS (
-  SELECT run_id, topic, partition, max_by(to_state, seq) AS state, max_by(replicas, seq) AS replicas
-  FROM current WHERE kind = '{PARTITION_TRANSITION}'
-  GROUP BY run_id, topic, partition
-),
-leadership AS (
-  SELECT run_id, topic, partition,
-         max_by(coalesce(leader, -1), seq) AS leader,
-         max_by(coalesce(leader_epoch, -1), seq) AS leader_epoch,
-         max_by(coalesce(isr, {empty}), seq) AS isr,
-         max(seq) AS last_seq, max_by(time_ms, seq) AS last_time_ms
-  FROM current WHERE kind IN ('{PARTITION_TRANSITION}', '{LEADER_AND_ISR_UPDATED}')
-  GROUP BY run_id, topic, partition
-),
-replica_last AS (
-  SELECT run_id, topic, partition, replica, max_by(to_state, seq) AS state, max(seq) AS last_seq,
-         max_by(time_ms, seq) AS last_time_ms
-  FROM current WHERE kind = '{REPLICA_TRANSITION}'
-  GROUP BY run_id, topic, partition, replica
-),
-replica_states AS (
-  SELECT run_id, topic, partition, array_sort(array_agg({replica_state})) AS replica_states,
-         max(last_seq) AS last_seq, max(last_time_ms) AS last_time_ms
-  FROM replica_last WHERE state <> {NON_EXISTENT_REPLICA}
-  GROUP BY run_id, topic, partition
+  GROUP BY l.run_id, l.topic, l.partition, CASE WHEN l.kind = '{rt}' THEN l.replica ELSE -1 END
 )
-SELECT p.run_id, p.topic, p.partition, {_names_case("p.state", PARTITION_BY_BYTE)} AS state,
-       l.leader, l.leader_epoch, l.isr, coalesce(p.replicas, {empty}) AS replicas, r.replica_states,
-       greatest(l.last_seq, coalesce(r.last_seq, -1)) AS last_seq,
-       greatest(l.last_time_ms, coalesce(r.last_time_ms, l.last_time_ms)) AS last_time_ms
-FROM partitions AS p
-JOIN leadership AS l ON l.run_id = p.run_id AND l.topic = p.topic AND l.partition = p.partition
-LEFT JOIN replica_states AS r ON r.run_id = p.run_id AND r.topic = p.topic AND r.partition = p.partition
-WHERE p.state <> {NON_EXISTENT_PARTITION}
-ORDER BY p.run_id, p.topic, p.partition
+SELECT run_id, topic, partition, {_names_case("max(p_state)", PARTITION_BY_BYTE)} AS state,
+       max_by(leader, pt_seq) AS leader, max_by(leader_epoch, pt_seq) AS leader_epoch, max_by(isr, pt_seq) AS isr,
+       max_by(replicas, pt_seq) AS replicas,
+       coalesce(array_sort(array_agg({replica_state}) FILTER (WHERE {has_state})), {d["empty_replica_states"]})
+         AS replica_states,
+       max(last_seq) AS last_seq, max_by(last_time_ms, last_seq) AS last_time_ms
+FROM entities
+GROUP BY run_id, topic, partition
+HAVING max(p_state) IS NOT NULL AND max(p_state) <> {NON_EXISTENT_PARTITION}
+ORDER BY run_id, topic, partition
 """
 
 
@@ -280,6 +274,7 @@ class FoldResult:
     leader_changes: object = None
     runs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    ends: dict = field(default_factory=dict)   # run -> its last row's seq (offset bounds only)
 
 
 def _queries(bound: Bound, dialect: str, timelines: bool) -> list[tuple[str, str]]:
@@ -294,24 +289,39 @@ def _cast(name: str, table):
     return table.select(schema.names).cast(schema)
 
 
+# The columns the SQL reads (the others, source, position, controller_id, entity, error, are not needed).
+FOLD_COLUMNS = ("run_id", "seq", "kind", "controller_epoch", "time_ms", "topic", "partition", "replica", "from_state",
+                "to_state", "leader", "leader_epoch", "isr", "replicas", "unclean")
+
 _RUN_ENDS_SQL = "SELECT run_id, max(seq) AS end_seq FROM audit_rows GROUP BY run_id ORDER BY run_id"
 
 
 def duckdb_fold(con, bound: Bound, *, timelines: bool = False) -> FoldResult:
     """The fold on a DuckDB connection that has ``audit_rows`` (a table or a view)."""
     result = FoldResult(bound, DUCKDB, None)
+    if bound.kind == "offset":
+        result.ends = dict(con.sql(_RUN_ENDS_SQL).fetchall())
     for name, sql in _queries(bound, DUCKDB, timelines):
         setattr(result, name, _cast(name, con.sql(sql).to_arrow_table()))
     return result
 
 
 def spark_fold(df, bound: Bound, *, timelines: bool = False) -> FoldResult:
-    """The fold on Spark, over a DataFrame of audit rows (``audit.rows.SPARK_DDL``); tables collected as Arrow."""
+    """The fold on Spark, over a DataFrame of audit rows (``audit.rows.SPARK_DDL``); tables collected as Arrow.
+
+    The rows' needed columns are cached for the fold's queries (each reads ``audit_rows`` several times: without
+    the cache, each would read the logs again) and released after."""
     spark = df.sparkSession
-    df.createOrReplaceTempView("audit_rows")
-    result = FoldResult(bound, SPARK, None)
-    for name, sql in _queries(bound, SPARK, timelines):
-        setattr(result, name, _cast(name, spark.sql(sql).toArrow()))
+    rows = df.select(*FOLD_COLUMNS).persist()
+    try:
+        rows.createOrReplaceTempView("audit_rows")
+        result = FoldResult(bound, SPARK, None)
+        if bound.kind == "offset":
+            result.ends = {r[0]: r[1] for r in spark.sql(_RUN_ENDS_SQL).collect()}
+        for name, sql in _queries(bound, SPARK, timelines):
+            setattr(result, name, _cast(name, spark.sql(sql).toArrow()))
+    finally:
+        rows.unpersist()
     return result
 
 
@@ -358,13 +368,13 @@ def _duckdb_connection(logs: list[str], parquet: list[str], threads: int | None)
     import pyarrow as pa
 
     from audit.log_rows import discover_segments
-    from audit.rows import COLUMNS, arrow_schema
+    from audit.rows import arrow_schema
     from audit.spark_source import arrow_batches
     duckdb = _duckdb()
     con = duckdb.connect()
     if threads is not None:
         con.execute(f"SET threads = {int(threads)}")
-    columns = ", ".join(COLUMNS)
+    columns = ", ".join(FOLD_COLUMNS)
     parts = []
     if logs:
         refs = discover_segments(logs)
@@ -428,21 +438,14 @@ def fold_paths(paths, bound: Bound, *, engine: str = "local", timelines: bool = 
         raise FoldError(f"unknown engine {engine!r}: local (DuckDB) or spark")
     logs, parquet = _inputs(paths)
     if engine == SPARK:
-        df = _spark_rows(logs, parquet, master, conf)
-        ends = {}
-        if bound.kind == "offset":
-            df.createOrReplaceTempView("audit_rows")
-            ends = {r[0]: r[1] for r in df.sparkSession.sql(_RUN_ENDS_SQL).collect()}
-        notes = _check_offset(bound, ends, logs)
-        result = spark_fold(df, bound, timelines=timelines)
+        result = spark_fold(_spark_rows(logs, parquet, master, conf), bound, timelines=timelines)
     else:
         con = _duckdb_connection(logs, parquet, threads)
         try:
-            ends = dict(con.sql(_RUN_ENDS_SQL).fetchall()) if bound.kind == "offset" else {}
-            notes = _check_offset(bound, ends, logs)
             result = duckdb_fold(con, bound, timelines=timelines)
         finally:
             con.close()
+    notes = _check_offset(bound, result.ends, logs)
     result.notes = notes
     result.runs = sorted(set(result.state.column("run_id").to_pylist()))
     return result
