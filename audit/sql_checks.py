@@ -75,12 +75,21 @@ def _in(values) -> str:
 
 _ORDER = ("seq", "source", "position")
 _BY_ORDER = "seq NULLS FIRST, source NULLS FIRST, position NULLS FIRST"
-_BY_ORDER_DESC = "seq DESC NULLS LAST, source DESC NULLS LAST, position DESC NULLS LAST"
-# A run's order as one struct of non-null fields (the local engine's null-safe order): comparable alike in both.
-_ORD = "(seq IS NOT NULL, coalesce(seq, 0), source IS NOT NULL, coalesce(source, ''), " \
-       "position IS NOT NULL, coalesce(position, 0))"
+# The same order with the source's rank (``sources``) for the source: sorting ints, not long paths that share
+# their beginnings, is several times faster.
+_BY_RANK = "seq NULLS FIRST, src, position NULLS FIRST"
 _BEFORE_ALL = "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING"
 _WHOLE = "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+
+
+def _ord(p: str = "") -> str:
+    """A row's order as one struct of non-null fields (the local engine's null-safe order): structs of
+    non-null fields compare alike in both engines."""
+    return (f"({p}seq IS NOT NULL, coalesce({p}seq, 0), {p}source IS NOT NULL, coalesce({p}source, ''), "
+            f"{p}position IS NOT NULL, coalesce({p}position, 0))")
+
+
+_ORD_RANK = "(seq IS NOT NULL, coalesce(seq, 0), src, position IS NOT NULL, coalesce(position, 0))"
 
 
 def _before(x: str, y: str, or_equal: bool) -> str:
@@ -113,26 +122,32 @@ SELECT {keys}, seq AS lo_seq, source AS lo_source, position AS lo_position,
 FROM {source}"""
 
 
-def _scoped(kinds, columns: str) -> str:
-    """The rows of ``kinds`` with their era and their topic's incarnation."""
-    cols = ", ".join(f"r.{c}" for c in columns.split(", "))
-    return f"""
-SELECT {cols}, coalesce(z.era, 0) AS era, coalesce(i.inc, 0) AS inc
-FROM audit_rows r
-LEFT JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
-LEFT JOIN incarnations i ON r.run_id IS NOT DISTINCT FROM i.run_id AND r.topic IS NOT DISTINCT FROM i.topic
-     AND {_within('r.', 'i.')}
-WHERE r.kind IN {_in(kinds)}"""
-
-
+_SAME_RUN = "r.run_id IS NOT DISTINCT FROM {}.run_id"
+_RANKED = "audit_rows r JOIN sources s ON r.source IS NOT DISTINCT FROM s.source"
 _KEY = "run_id, seq, source, position"
-_EPOCH_ROWS = f"kind IN {_in(EPOCH_KINDS)} AND controller_epoch >= 0"
+_EPOCH_ROWS = f"r.kind IN {_in(EPOCH_KINDS)} AND r.controller_epoch >= 0"
 _ELECTED = f"kind = '{CONTROLLER_ELECTED}'"
 _GONE = (f"CASE entity WHEN '{ENTITY_REPLICA}' THEN {NON_EXISTENT[ENTITY_REPLICA]} "
          f"WHEN '{ENTITY_PARTITION}' THEN {NON_EXISTENT[ENTITY_PARTITION]} END")
 _LEADER_KEY = "run_id, era, topic, inc, partition"
-_LEADER_COLUMNS = "run_id, seq, source, position, topic, partition, leader, leader_epoch, isr, replicas, unclean"
 _ELECTION = f"coalesce(entity = '{ENTITY_PARTITION}' AND to_state = {ONLINE_PARTITION}, FALSE)"
+_LEADS = "leader_epoch >= 0 AND leader >= 0"
+
+
+def _scoped(kinds, columns: str) -> str:
+    """The rows of ``kinds`` with their source's rank, their era and their topic's incarnation (a running count of
+    the topic's create/delete rows, over the run: within an era it differs from the era's count by a constant)."""
+    cols = ", ".join(f"r.{c}" for c in columns.split(", "))
+    boundary = f"CASE WHEN r.kind IN {_in(TOPIC_BOUNDARY_KINDS)} THEN 1 ELSE 0 END"
+    return f"""
+SELECT q.*, coalesce(z.era, 0) AS era FROM (
+  SELECT r.kind, {cols}, s.src,
+         coalesce(sum({boundary}) OVER (PARTITION BY r.run_id, r.topic ORDER BY r.seq NULLS FIRST, s.src,
+                                        r.position NULLS FIRST {_BEFORE_ALL}), 0) AS inc
+  FROM {_RANKED} WHERE r.kind IN {_in(set(kinds) | TOPIC_BOUNDARY_KINDS)}
+) q LEFT JOIN eras z ON q.run_id IS NOT DISTINCT FROM z.run_id AND {_within('q.', 'z.')}
+WHERE q.kind IN {_in(kinds)}"""
+
 
 # An anti-join written as a left join (DuckDB plans NOT EXISTS here as a mark join over a copy of every
 # column: measured 5x slower; Spark SQL runs either).
@@ -152,19 +167,40 @@ ILLEGAL_TRANSITIONS_COUNT_SQL = "SELECT count(*)" + _ILLEGAL_FROM_WHERE
 
 
 STEPS: tuple[Step, ...] = (
+    Step("sources", """
+SELECT source, row_number() OVER (ORDER BY source NULLS FIRST) AS src FROM (SELECT DISTINCT source FROM audit_rows) d""",
+         True),
     # The runs with elections (a known epoch): only elections start an era there.
     Step("election_runs", f"""
 SELECT DISTINCT run_id, TRUE AS has_elections FROM audit_rows WHERE {_ELECTED} AND controller_epoch >= 0""", True),
-    # Rows with a known epoch below the highest epoch of the run's rows before them: resets, decreases, zombies.
+    # Where each controller epoch is first seen in its run, and the first place of any higher epoch.
+    Step("epoch_firsts", f"""
+SELECT r.run_id, r.controller_epoch AS epoch, min({_ord('r.')}) AS first FROM audit_rows r WHERE {_EPOCH_ROWS}
+GROUP BY r.run_id, r.controller_epoch""", True),
+    Step("epoch_later", """
+SELECT a.run_id, a.epoch, min(b.first) AS later_first
+FROM epoch_firsts a JOIN epoch_firsts b ON a.run_id IS NOT DISTINCT FROM b.run_id AND b.epoch > a.epoch
+GROUP BY a.run_id, a.epoch""", True),
+    # Rows with a known epoch below the highest epoch of the run's rows before them (run_max): resets,
+    # decreases, zombies. In a run with elections: the rows after the first place of a higher epoch (no sort);
+    # in a run without (any row may reset there, judged against the row before): a window.
     Step("epoch_marks", f"""
-SELECT * FROM (
+SELECT c.run_id, c.seq, c.source, c.position, c.kind, c.epoch, TRUE AS has_elections,
+       CAST(NULL AS INT) AS prev_epoch, max(f.epoch) AS run_max
+FROM (SELECT r.run_id, r.seq, r.source, r.position, r.kind, r.controller_epoch AS epoch, {_ord('r.')} AS o
+      FROM audit_rows r JOIN election_runs x ON {_SAME_RUN.format('x')}
+      JOIN epoch_later l ON {_SAME_RUN.format('l')} AND r.controller_epoch = l.epoch
+      WHERE {_EPOCH_ROWS} AND {_ord('r.')} > l.later_first) c
+JOIN epoch_firsts f ON c.run_id IS NOT DISTINCT FROM f.run_id AND f.first < c.o
+GROUP BY c.run_id, c.seq, c.source, c.position, c.kind, c.epoch
+UNION ALL
+SELECT run_id, seq, source, position, kind, epoch, FALSE AS has_elections, prev_epoch, run_max FROM (
   SELECT r.run_id, r.seq, r.source, r.position, r.kind, r.controller_epoch AS epoch,
-         coalesce(x.has_elections, FALSE) AS has_elections,
-         lag(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_ORDER}) AS prev_epoch,
-         max(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS run_max
-  FROM audit_rows r LEFT JOIN election_runs x ON r.run_id IS NOT DISTINCT FROM x.run_id
-  WHERE r.{_EPOCH_ROWS}
-) WHERE epoch < run_max""", True),
+         lag(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_RANK}) AS prev_epoch,
+         max(r.controller_epoch) OVER (PARTITION BY r.run_id ORDER BY {_BY_RANK} {_BEFORE_ALL}) AS run_max
+  FROM {_RANKED} LEFT JOIN election_runs x ON {_SAME_RUN.format('x')}
+  WHERE {_EPOCH_ROWS} AND x.has_elections IS NULL
+) b WHERE epoch < run_max""", True),
     Step("elections", f"""
 SELECT {_KEY}, controller_epoch AS epoch,
        lag(controller_epoch) OVER (PARTITION BY run_id ORDER BY {_BY_ORDER}) AS prev_elected
@@ -177,25 +213,22 @@ WHERE m.epoch = {FIRST_CONTROLLER_EPOCH} AND CASE WHEN m.has_elections
       THEN m.{_ELECTED} AND coalesce(e.prev_elected > {FIRST_CONTROLLER_EPOCH}, FALSE)
       ELSE coalesce(m.prev_epoch > {FIRST_CONTROLLER_EPOCH}, FALSE) END""", True),
     Step("eras", _intervals("resets", "run_id", "era"), True),
-    # After a run's first reset: the highest epoch of the earlier rows of the era.
+    # After a run's first reset (rare): the highest epoch of the earlier rows of the era, by a window.
     Step("epochs_after_reset", f"""
 SELECT * FROM (
   SELECT r.run_id, r.seq, r.source, r.position, r.kind, r.controller_epoch AS epoch,
          max(r.controller_epoch) OVER (PARTITION BY r.run_id, z.era ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS era_max
-  FROM audit_rows r JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
-  WHERE r.{_EPOCH_ROWS}
-) WHERE epoch < era_max""", True),
+  FROM audit_rows r JOIN eras z ON {_SAME_RUN.format('z')} AND {_within('r.', 'z.')}
+  WHERE {_EPOCH_ROWS}
+) a WHERE epoch < era_max""", True),
     Step("boundaries", f"""
 SELECT r.run_id, r.topic, r.kind, r.seq, r.source, r.position, coalesce(z.era, 0) AS era
-FROM audit_rows r LEFT JOIN eras z ON r.run_id IS NOT DISTINCT FROM z.run_id AND {_within('r.', 'z.')}
+FROM audit_rows r LEFT JOIN eras z ON {_SAME_RUN.format('z')} AND {_within('r.', 'z.')}
 WHERE r.kind IN {_in(TOPIC_BOUNDARY_KINDS)}""", True),
-    Step("incarnations", _intervals("boundaries", "run_id, topic", "inc"), True),
+    # The topics whose last create/delete row in the era is a deletion's completion.
     Step("deletions", f"""
-SELECT run_id, era, topic, seq AS deleted_at FROM (
-  SELECT run_id, era, topic, kind, seq,
-         row_number() OVER (PARTITION BY run_id, era, topic ORDER BY {_BY_ORDER_DESC}) AS k
-  FROM boundaries WHERE topic IS NOT NULL
-) WHERE k = 1 AND kind = '{TOPIC_DELETION_COMPLETED}'""", True),
+SELECT run_id, era, topic, max_by(seq, {_ord()}) AS deleted_at FROM boundaries WHERE topic IS NOT NULL
+GROUP BY run_id, era, topic HAVING max_by(kind, {_ord()}) = '{TOPIC_DELETION_COMPLETED}'""", True),
     # Transitions: continuity, and each entity's last transition in the era.
     Step("transition_marks", f"""
 SELECT t.*, t.is_last AND d.deleted_at IS NOT NULL AND t.to_state IS NOT NULL AND t.gone IS NOT NULL
@@ -208,36 +241,36 @@ FROM (
     SELECT run_id, seq, source, position, entity, topic, from_state, to_state, controller_epoch, era, {_GONE} AS gone,
            lag(to_state) OVER w AS prev_to, lag(seq) OVER w AS prev_seq,
            lag(controller_epoch) OVER w AS prev_epoch, lag(inc) OVER w AS prev_inc, inc,
-           max({_ORD}) OVER (PARTITION BY run_id, era, entity, topic, partition, replica
-                             ORDER BY controller_epoch NULLS FIRST, inc, {_BY_ORDER} {_WHOLE}) = {_ORD} AS is_last
+           max({_ORD_RANK}) OVER (PARTITION BY run_id, era, entity, topic, partition, replica
+                                  ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK} {_WHOLE}) = {_ORD_RANK} AS is_last
     FROM ({_scoped(TRANSITION_KINDS, "run_id, seq, source, position, entity, topic, partition, replica, "
                                      "from_state, to_state, controller_epoch")}) s
     WINDOW w AS (PARTITION BY run_id, era, entity, topic, partition, replica
-                 ORDER BY controller_epoch NULLS FIRST, inc, {_BY_ORDER})
+                 ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK})
   ) u
 ) t LEFT JOIN deletions d ON t.run_id IS NOT DISTINCT FROM d.run_id AND t.era = d.era AND t.topic = d.topic
 WHERE t.broken OR t.stuck OR (t.is_last AND d.deleted_at IS NOT NULL)""", True),
-    Step("leader_rows", _scoped(LEADER_KINDS, _LEADER_COLUMNS), False),
-    Step("leader_epochs_down", f"""
+    # Leaders, per (run, era, topic, incarnation, partition): the highest earlier leader epoch, the first leader
+    # of the leader epoch (rows with a leader first), the previous known ISR (rows with an ISR first). A broker
+    # in the ISR that is neither a replica nor in the previous ISR: the ISR minus both is not empty.
+    Step("leader_marks", f"""
 SELECT * FROM (
-  SELECT {_KEY}, leader_epoch,
-         max(leader_epoch) OVER (PARTITION BY {_LEADER_KEY} ORDER BY {_BY_ORDER} {_BEFORE_ALL}) AS max_le
-  FROM leader_rows WHERE leader_epoch >= 0
-) WHERE leader_epoch < max_le""", True),
-    Step("second_leaders", f"""
-SELECT * FROM (
-  SELECT {_KEY}, leader, first_value(leader) OVER w AS first_leader, first_value(seq) OVER w AS first_seq
-  FROM leader_rows WHERE leader_epoch >= 0 AND leader >= 0
-  WINDOW w AS (PARTITION BY {_LEADER_KEY}, leader_epoch ORDER BY {_BY_ORDER})
-) WHERE leader <> first_leader""", True),
-    # A broker in the ISR that is neither a replica nor in the previous known ISR (isr minus both is not empty).
-    Step("isr_strangers", f"""
-SELECT * FROM (
-  SELECT {_KEY}, isr, replicas, lag(isr) OVER (PARTITION BY {_LEADER_KEY} ORDER BY {_BY_ORDER}) AS prev_isr
-  FROM leader_rows WHERE isr IS NOT NULL
-) WHERE replicas IS NOT NULL
-    AND cardinality(array_intersect(isr, concat(replicas, coalesce(prev_isr, replicas)))) < cardinality(array_distinct(isr))
-""", True),
+  SELECT *, coalesce(leader_epoch < max_le, FALSE) AS epoch_down, coalesce(leader <> first_leader, FALSE) AS second,
+         coalesce(replicas IS NOT NULL AND cardinality(array_intersect(isr, concat(replicas, coalesce(prev_isr, replicas))))
+                  < cardinality(array_distinct(isr)), FALSE) AS stranger
+  FROM (
+    SELECT run_id, seq, source, position, leader, leader_epoch, isr, replicas,
+           CASE WHEN leader_epoch >= 0 THEN max(CASE WHEN leader_epoch >= 0 THEN leader_epoch END)
+                OVER (PARTITION BY {_LEADER_KEY} ORDER BY {_BY_RANK} {_BEFORE_ALL}) END AS max_le,
+           CASE WHEN {_LEADS} THEN first_value(leader) OVER wl END AS first_leader,
+           CASE WHEN {_LEADS} THEN first_value(seq) OVER wl END AS first_seq,
+           CASE WHEN isr IS NOT NULL THEN lag(isr) OVER wi END AS prev_isr
+    FROM ({_scoped(LEADER_KINDS, "run_id, seq, source, position, topic, partition, leader, leader_epoch, isr, "
+                                 "replicas")}) s
+    WINDOW wl AS (PARTITION BY {_LEADER_KEY}, leader_epoch ORDER BY CASE WHEN {_LEADS} THEN 0 ELSE 1 END, {_BY_RANK}),
+           wi AS (PARTITION BY {_LEADER_KEY} ORDER BY CASE WHEN isr IS NULL THEN 1 ELSE 0 END, {_BY_RANK})
+  ) u
+) v WHERE epoch_down OR second OR stranger""", True),
 )
 
 
@@ -252,7 +285,7 @@ def _found(kind, where: str, a: str = "NULL", b: str = "NULL", prev_isr: str = "
 _DECREASED_OR_ZOMBIE = f"CASE WHEN {_ELECTED} THEN '{CONTROLLER_EPOCH_DECREASED}' ELSE '{ZOMBIE_WRITE}' END"
 
 FOUND = "\nUNION ALL\n".join((
-    _found(ISR_NOT_IN_REPLICAS, "TRUE", prev_isr="prev_isr", source="isr_strangers"),
+    _found(ISR_NOT_IN_REPLICAS, "stranger", prev_isr="prev_isr", source="leader_marks"),
     "SELECT '" + ILLEGAL_TRANSITION + "' AS violation, r.run_id, r.seq, r.source, r.position, CAST(NULL AS BIGINT) AS a, "
     "CAST(NULL AS BIGINT) AS b, NULL AS prev_isr" + _ILLEGAL_FROM_WHERE,
     _found(CONTROLLER_EPOCH_RESET, "TRUE", "a", "b", source="resets"),
@@ -264,8 +297,8 @@ FOUND = "\nUNION ALL\n".join((
     _found(DISCONTINUITY, "broken", "prev_to", "prev_seq", source="transition_marks"),
     _found(DELETED_TOPIC_HAS_STATE, "keeps_state", "deleted_at", source="transition_marks"),
     _found(DELETION_STUCK, "stuck", source="transition_marks"),
-    _found(LEADER_EPOCH_DECREASED, "TRUE", "max_le", source="leader_epochs_down"),
-    _found(DUPLICATE_LEADER, "TRUE", "first_leader", "first_seq", source="second_leaders"),
+    _found(LEADER_EPOCH_DECREASED, "epoch_down", "max_le", source="leader_marks"),
+    _found(DUPLICATE_LEADER, "second", "first_leader", "first_seq", source="leader_marks"),
     _found(LEADER_NOT_IN_ISR, f"kind IN {_in(LEADER_KINDS)} AND leader >= 0 AND isr IS NOT NULL "
                               "AND NOT array_contains(isr, leader) AND NOT coalesce(unclean, FALSE)"),
     _found(UNCLEAN_ELECTION, f"kind IN {_in(LEADER_KINDS)} AND coalesce(unclean, FALSE)"),
