@@ -89,7 +89,6 @@ def _ord(p: str = "") -> str:
             f"{p}position IS NOT NULL, coalesce({p}position, 0))")
 
 
-_ORD_RANK = "(seq IS NOT NULL, coalesce(seq, 0), src, position IS NOT NULL, coalesce(position, 0))"
 
 
 def _before(x: str, y: str, or_equal: bool) -> str:
@@ -130,6 +129,7 @@ _ELECTED = f"kind = '{CONTROLLER_ELECTED}'"
 _GONE = (f"CASE entity WHEN '{ENTITY_REPLICA}' THEN {NON_EXISTENT[ENTITY_REPLICA]} "
          f"WHEN '{ENTITY_PARTITION}' THEN {NON_EXISTENT[ENTITY_PARTITION]} END")
 _LEADER_KEY = "run_id, era, topic, inc, partition"
+_ENTITY_KEY = "run_id, era, entity, topic, partition, replica"
 _ELECTION = f"coalesce(entity = '{ENTITY_PARTITION}' AND to_state = {ONLINE_PARTITION}, FALSE)"
 _LEADS = "leader_epoch >= 0 AND leader >= 0"
 
@@ -238,16 +238,21 @@ FROM (
                      AND from_state IS NOT NULL AND prev_to IS NOT NULL AND from_state <> prev_to, FALSE) AS broken,
          coalesce(is_last AND entity = '{ENTITY_REPLICA}' AND to_state = {REPLICA_DELETION_INELIGIBLE}, FALSE) AS stuck
   FROM (
+    SELECT *, coalesce(at_last_seq AND row_number() OVER (PARTITION BY {_ENTITY_KEY}, at_last_seq
+                                                          ORDER BY src DESC, position DESC NULLS LAST) = 1,
+                       FALSE) AS is_last
+    FROM (
     SELECT run_id, seq, source, position, entity, topic, from_state, to_state, controller_epoch, era, {_GONE} AS gone,
            lag(to_state) OVER w AS prev_to, lag(seq) OVER w AS prev_seq,
            lag(controller_epoch) OVER w AS prev_epoch, lag(inc) OVER w AS prev_inc, inc,
-           max({_ORD_RANK}) OVER (PARTITION BY run_id, era, entity, topic, partition, replica
-                                  ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK} {_WHOLE}) = {_ORD_RANK} AS is_last
+           seq IS NOT DISTINCT FROM max(seq) OVER (PARTITION BY {_ENTITY_KEY} ORDER BY controller_epoch NULLS FIRST,
+                                                   inc, {_BY_RANK} {_WHOLE}) AS at_last_seq,
+           src, partition, replica
     FROM ({_scoped(TRANSITION_KINDS, "run_id, seq, source, position, entity, topic, partition, replica, "
                                      "from_state, to_state, controller_epoch")}) s
-    WINDOW w AS (PARTITION BY run_id, era, entity, topic, partition, replica
-                 ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK})
+    WINDOW w AS (PARTITION BY {_ENTITY_KEY} ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK})
   ) u
+) v
 ) t LEFT JOIN deletions d ON t.run_id IS NOT DISTINCT FROM d.run_id AND t.era = d.era AND t.topic = d.topic
 WHERE t.broken OR t.stuck OR (t.is_last AND d.deleted_at IS NOT NULL)""", True),
     # Leaders, per (run, era, topic, incarnation, partition): the highest earlier leader epoch, the first leader
