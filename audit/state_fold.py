@@ -38,6 +38,8 @@ wherever else the records allow.
 
 The SQL is plain SQL that both engines run; the few spellings they do not share (an empty int array, a struct,
 collecting a list) are the ``dialect`` macros of :data:`DIALECTS`. The bound is an integer written into the SQL.
+Joins with the small tables (elections, deletions, run ends) carry Spark's ``BROADCAST`` hint, a comment to DuckDB:
+without it Spark plans them as sort-merge joins that shuffle every row.
 DuckDB is optional (``pip install duckdb``) and imported only when called; so is Spark.
 """
 from __future__ import annotations
@@ -117,13 +119,13 @@ epochs AS (
   SELECT DISTINCT run_id, controller_epoch FROM bounded WHERE controller_epoch >= 0
 ),
 superseded AS (
-  SELECT e.run_id, e.controller_epoch, min(c.seq) AS superseded_seq
+  SELECT /*+ BROADCAST(e) */ e.run_id, e.controller_epoch, min(c.seq) AS superseded_seq
   FROM epochs AS e
   JOIN bounded AS c ON c.run_id = e.run_id AND c.kind = '{CONTROLLER_ELECTED}' AND c.controller_epoch > e.controller_epoch
   GROUP BY e.run_id, e.controller_epoch
 ),
 live AS (
-  SELECT b.* FROM bounded AS b
+  SELECT /*+ BROADCAST(s) */ b.* FROM bounded AS b
   LEFT JOIN superseded AS s ON s.run_id = b.run_id AND s.controller_epoch = b.controller_epoch
   WHERE b.kind IN ({wanted}) AND (s.superseded_seq IS NULL OR b.seq < s.superseded_seq)
 )"""
@@ -148,7 +150,7 @@ deleted AS (
   GROUP BY run_id, topic
 ),
 entities AS (
-  SELECT l.run_id, l.topic, l.partition, CASE WHEN l.kind = '{rt}' THEN l.replica ELSE -1 END AS replica,
+  SELECT /*+ BROADCAST(d) */ l.run_id, l.topic, l.partition, CASE WHEN l.kind = '{rt}' THEN l.replica ELSE -1 END AS replica,
          max(CASE WHEN l.kind = '{pt}' THEN l.seq END) AS pt_seq,
          max_by(l.to_state, CASE WHEN l.kind = '{pt}' THEN l.seq END) AS p_state,
          max_by(coalesce(l.replicas, {empty}), CASE WHEN l.kind = '{pt}' THEN l.seq END) AS replicas,
@@ -219,7 +221,7 @@ changes AS (
   WHERE prev_status IS NULL OR status <> prev_status
   WINDOW w AS (PARTITION BY run_id, topic, partition ORDER BY seq)
 )
-SELECT c.run_id, c.topic, c.partition, c.time_ms AS from_ms, coalesce(c.next_ms, e.end_ms) AS to_ms,
+SELECT /*+ BROADCAST(e) */ c.run_id, c.topic, c.partition, c.time_ms AS from_ms, coalesce(c.next_ms, e.end_ms) AS to_ms,
        coalesce(c.next_ms, e.end_ms) - c.time_ms AS duration_ms, c.seq AS from_seq, c.next_seq AS to_seq,
        c.next_ms IS NULL AS open
 FROM changes AS c JOIN run_end AS e ON e.run_id = c.run_id
