@@ -65,7 +65,7 @@ _INT = re.compile(r"-?\d+")
 
 def parse_ints(text: str) -> list[int]:
     """Every integer in ``text``: ``1,2,3`` / ``List(1, 2)`` / ``[1, 2]`` / ``Set(1, 2)``."""
-    return [int(x) for x in _INT.findall(text)]
+    return list(map(int, _INT.findall(text)))
 
 
 # --- leadership as printed -------------------------------------------------------------------

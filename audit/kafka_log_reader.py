@@ -116,7 +116,7 @@ class KafkaLogReader:
         self.sample_size = sample_size
         self.counts = LineCounts()
         self.sample: list[tuple[int, str]] = []
-        self._eras = {ERA_0_8: 0, ERA_1_0: 0, ERA_2_6: 0}   # era -> lines that tell it
+        self._eras = {ERA_0_8: 0, ERA_1_0: 0, ERA_2_6: 0}   # era -> whether (how many) lines told it
         self._hints: set[str] = set()
         self._kraft_lines = 0
         self._state_change_lines = 0
@@ -295,13 +295,16 @@ class KafkaLogReader:
             self._kraft_lines += 1
             self.counts.other += 1
             return
+        # An era is told by any line of it (self._eras is read as flags): once told, it is not looked for.
+        eras = self._eras
         if kind is not None:
             if kind == "controller" or kind == "broker":
-                self._eras[ERA_1_0] += 1         # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
+                if not eras[ERA_1_0]:
+                    eras[ERA_1_0] = 1            # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
             elif kind == "controller-old":
-                self._eras[ERA_0_8] += 1         # "[Controller N]: "
-        if key in _SINCE_2_6_KEYS and pat.is_since_2_6(key, body):
-            self._eras[ERA_2_6] += 1
+                eras[ERA_0_8] += 1               # "[Controller N]: "
+        if key in _SINCE_2_6_KEYS and not eras[ERA_2_6] and pat.is_since_2_6(key, body):
+            eras[ERA_2_6] = 1
         if lclass == _L_OTHER or kind == "broker":
             category = "other"                   # broker, network, log manager, ZooKeeper client ...
         elif lclass == _L_ELECTOR:
