@@ -111,6 +111,13 @@ def _same_row(x: str, y: str) -> str:
     return " AND ".join(f"{x}{c} IS NOT DISTINCT FROM {y}{c}" for c in ("run_id", *_ORDER))
 
 
+def _last(value: str, order: str) -> str:
+    """SQL: the aggregate ``value`` of the row with the largest ``order``, null or not. DuckDB's ``max_by`` passes
+    over rows whose value is null, Spark's does not; the flag ``value IS NULL`` is never null, and when it says
+    the last row's value is not null, that row is also the last of the rows with a value."""
+    return f"CASE WHEN max_by({value} IS NULL, {order}) THEN NULL ELSE max_by({value}, {order}) END"
+
+
 def _intervals(source: str, keys: str, number: str) -> str:
     """Each row of ``source`` as the start of an interval of its ``keys``' order, up to the next one's."""
     w = f"(PARTITION BY {keys} ORDER BY {_BY_ORDER})"
@@ -142,8 +149,8 @@ def _scoped(kinds, columns: str) -> str:
     return f"""
 SELECT q.*, coalesce(z.era, 0) AS era FROM (
   SELECT r.kind, {cols}, s.src,
-         coalesce(sum({boundary}) OVER (PARTITION BY r.run_id, r.topic ORDER BY r.seq NULLS FIRST, s.src,
-                                        r.position NULLS FIRST {_BEFORE_ALL}), 0) AS inc
+         CAST(coalesce(sum({boundary}) OVER (PARTITION BY r.run_id, r.topic ORDER BY r.seq NULLS FIRST, s.src,
+                                             r.position NULLS FIRST {_BEFORE_ALL}), 0) AS BIGINT) AS inc
   FROM {_RANKED} WHERE r.kind IN {_in(set(kinds) | TOPIC_BOUNDARY_KINDS)}
 ) q LEFT JOIN eras z ON q.run_id IS NOT DISTINCT FROM z.run_id AND {_within('q.', 'z.')}
 WHERE q.kind IN {_in(kinds)}"""
@@ -227,34 +234,39 @@ FROM audit_rows r LEFT JOIN eras z ON {_SAME_RUN.format('z')} AND {_within('r.',
 WHERE r.kind IN {_in(TOPIC_BOUNDARY_KINDS)}""", True),
     # The topics whose last create/delete row in the era is a deletion's completion.
     Step("deletions", f"""
-SELECT run_id, era, topic, max_by(seq, {_ord()}) AS deleted_at FROM boundaries WHERE topic IS NOT NULL
+SELECT run_id, era, topic, {_last('seq', _ord())} AS deleted_at FROM boundaries WHERE topic IS NOT NULL
 GROUP BY run_id, era, topic HAVING max_by(kind, {_ord()}) = '{TOPIC_DELETION_COMPLETED}'""", True),
-    # Transitions: continuity, and each entity's last transition in the era.
-    Step("transition_marks", f"""
-SELECT t.*, t.is_last AND d.deleted_at IS NOT NULL AND t.to_state IS NOT NULL AND t.gone IS NOT NULL
-            AND t.to_state <> t.gone AS keeps_state, d.deleted_at
+    # Continuity: the row before a transition in its entity's window, ordered by (controller epoch, incarnation,
+    # order), is its predecessor when its epoch and incarnation are the same.
+    Step("discontinuities", f"""
+SELECT * FROM (
+  SELECT run_id, seq, source, position, to_state, from_state, lag(to_state) OVER w AS prev_to, lag(seq) OVER w AS prev_seq,
+         coalesce(lag(inc) OVER w = inc AND lag(controller_epoch) OVER w IS NOT DISTINCT FROM controller_epoch, FALSE)
+         AS same_scope
+  FROM ({_scoped(TRANSITION_KINDS, "run_id, seq, source, position, entity, topic, partition, replica, from_state, "
+                                   "to_state, controller_epoch")}) s
+  WINDOW w AS (PARTITION BY {_ENTITY_KEY} ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK})
+) u WHERE same_scope AND from_state IS NOT NULL AND prev_to IS NOT NULL AND from_state <> prev_to""", True),
+    # Each entity's last transition in the era (an aggregation: no sort): stuck in ReplicaDeletionIneligible, or
+    # not NonExistent although its topic's last create/delete row is a deletion.
+    Step("last_transitions", f"""
+SELECT l.*, d.deleted_at, coalesce(d.deleted_at IS NOT NULL AND l.to_state IS NOT NULL AND l.gone IS NOT NULL
+                                               AND l.to_state <> l.gone, FALSE) AS keeps_state
 FROM (
-  SELECT *, coalesce(prev_inc = inc AND prev_epoch IS NOT DISTINCT FROM controller_epoch
-                     AND from_state IS NOT NULL AND prev_to IS NOT NULL AND from_state <> prev_to, FALSE) AS broken,
-         coalesce(is_last AND entity = '{ENTITY_REPLICA}' AND to_state = {REPLICA_DELETION_INELIGIBLE}, FALSE) AS stuck
+  SELECT *, coalesce(entity = '{ENTITY_REPLICA}' AND to_state = {REPLICA_DELETION_INELIGIBLE}, FALSE) AS is_stuck,
+         {_GONE} AS gone
   FROM (
-    SELECT *, coalesce(at_last_seq AND row_number() OVER (PARTITION BY {_ENTITY_KEY}, at_last_seq
-                                                          ORDER BY src DESC, position DESC NULLS LAST) = 1,
-                       FALSE) AS is_last
-    FROM (
-    SELECT run_id, seq, source, position, entity, topic, from_state, to_state, controller_epoch, era, {_GONE} AS gone,
-           lag(to_state) OVER w AS prev_to, lag(seq) OVER w AS prev_seq,
-           lag(controller_epoch) OVER w AS prev_epoch, lag(inc) OVER w AS prev_inc, inc,
-           seq IS NOT DISTINCT FROM max(seq) OVER (PARTITION BY {_ENTITY_KEY} ORDER BY controller_epoch NULLS FIRST,
-                                                   inc, {_BY_RANK} {_WHOLE}) AS at_last_seq,
-           src, partition, replica
-    FROM ({_scoped(TRANSITION_KINDS, "run_id, seq, source, position, entity, topic, partition, replica, "
-                                     "from_state, to_state, controller_epoch")}) s
-    WINDOW w AS (PARTITION BY {_ENTITY_KEY} ORDER BY controller_epoch NULLS FIRST, inc, {_BY_RANK})
-  ) u
-) v
-) t LEFT JOIN deletions d ON t.run_id IS NOT DISTINCT FROM d.run_id AND t.era = d.era AND t.topic = d.topic
-WHERE t.broken OR t.stuck OR (t.is_last AND d.deleted_at IS NOT NULL)""", True),
+    SELECT q.run_id, coalesce(z.era, 0) AS era, q.entity, q.topic, {_last('q.seq', 'q.o')} AS seq,
+           {_last('q.source', 'q.o')} AS source, {_last('q.position', 'q.o')} AS position,
+           {_last('q.to_state', 'q.o')} AS to_state
+    FROM (SELECT r.run_id, r.seq, r.source, r.position, r.entity, r.topic, r.partition, r.replica, r.to_state,
+                 (r.seq IS NOT NULL, coalesce(r.seq, 0), s.src, r.position IS NOT NULL, coalesce(r.position, 0)) AS o
+          FROM {_RANKED} WHERE r.kind IN {_in(TRANSITION_KINDS)}) q
+    LEFT JOIN eras z ON q.run_id IS NOT DISTINCT FROM z.run_id AND {_within('q.', 'z.')}
+    GROUP BY q.run_id, coalesce(z.era, 0), q.entity, q.topic, q.partition, q.replica
+  ) g
+) l LEFT JOIN deletions d ON l.run_id IS NOT DISTINCT FROM d.run_id AND l.era = d.era AND l.topic = d.topic
+WHERE l.is_stuck OR d.deleted_at IS NOT NULL""", True),
     # Leaders, per (run, era, topic, incarnation, partition): the highest earlier leader epoch, the first leader
     # of the leader epoch (rows with a leader first), the previous known ISR (rows with an ISR first). A broker
     # in the ISR that is neither a replica nor in the previous ISR: the ISR minus both is not empty.
@@ -299,9 +311,9 @@ FOUND = "\nUNION ALL\n".join((
            "m.run_max", source="epoch_marks m LEFT JOIN eras z ON m.run_id IS NOT DISTINCT FROM z.run_id AND z.era = 1",
            prefix="m."),
     _found(_DECREASED_OR_ZOMBIE, "TRUE", "era_max", source="epochs_after_reset"),
-    _found(DISCONTINUITY, "broken", "prev_to", "prev_seq", source="transition_marks"),
-    _found(DELETED_TOPIC_HAS_STATE, "keeps_state", "deleted_at", source="transition_marks"),
-    _found(DELETION_STUCK, "stuck", source="transition_marks"),
+    _found(DISCONTINUITY, "TRUE", "prev_to", "prev_seq", source="discontinuities"),
+    _found(DELETED_TOPIC_HAS_STATE, "keeps_state", "deleted_at", source="last_transitions"),
+    _found(DELETION_STUCK, "is_stuck", source="last_transitions"),
     _found(LEADER_EPOCH_DECREASED, "epoch_down", "max_le", source="leader_marks"),
     _found(DUPLICATE_LEADER, "second", "first_leader", "first_seq", source="leader_marks"),
     _found(LEADER_NOT_IN_ISR, f"kind IN {_in(LEADER_KINDS)} AND leader >= 0 AND isr IS NOT NULL "
