@@ -94,11 +94,7 @@ def _ord(p: str = "") -> str:
 def _before(x: str, y: str, or_equal: bool) -> str:
     """SQL: the order of ``x`` (columns ``{x}seq``, ``{x}source``, ``{x}position``) is before (or the same as)
     ``y``'s, nulls first."""
-    out = "TRUE" if or_equal else "FALSE"
-    for c in reversed(_ORDER):
-        a, b = f"{x}{c}", f"{y}{c}"
-        out = f"(({a} IS NULL AND {b} IS NOT NULL) OR {a} < {b} OR ({a} IS NOT DISTINCT FROM {b} AND {out}))"
-    return out
+    return f"{_ord(x)} {'<=' if or_equal else '<'} {_ord(y)}"
 
 
 def _within(row: str, interval: str) -> str:
@@ -340,7 +336,7 @@ def listed_sql(kinds, limit: int | None) -> str:
     cut = "" if limit is None else f" LIMIT {int(limit)}"
     picked = (f"SELECT * FROM found WHERE violation IN {_in(kinds)} "
               f"ORDER BY run_id NULLS FIRST, {_BY_ORDER}, violation{cut}")
-    return (f"SELECT f.violation, f.a, f.b, f.prev_isr, " + ", ".join(f"r.{c}" for c in COLUMNS) +
+    return ("SELECT f.violation, f.a, f.b, f.prev_isr, " + ", ".join(f"r.{c}" for c in COLUMNS) +
             f" FROM ({picked}) f JOIN audit_rows r ON {_same_row('f.', 'r.')}")
 
 
@@ -422,7 +418,8 @@ def spark_illegal_transitions(df) -> list[Violation]:
 
 def spark_audit(df, *, limit: int | None = None) -> Report:
     """Every check of :data:`STEPS` and :data:`FOUND` on Spark SQL, over a DataFrame of audit rows
-    (``audit.rows.SPARK_DDL``): the rows are persisted once, the small steps cached."""
+    (``audit.rows.SPARK_DDL``): the rows are persisted once, the small steps checkpointed (kept in the executors,
+    their lineage cut)."""
     from pyspark import StorageLevel
     spark = df.sparkSession
     held = [df.select(*COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)]
@@ -431,13 +428,10 @@ def spark_audit(df, *, limit: int | None = None) -> Report:
         _spark_legal(spark)
         for step in STEPS:
             frame = spark.sql(step.sql)
-            if step.small:
-                frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-                held.append(frame)
+            if step.small:   # computed once, its plan cut off (the plans of the steps after it stay short)
+                frame = frame.localCheckpoint(eager=True)
             frame.createOrReplaceTempView(step.name)
-        found = spark.sql(FOUND).persist(StorageLevel.MEMORY_AND_DISK)
-        held.append(found)
-        found.createOrReplaceTempView("found")
+        spark.sql(FOUND).localCheckpoint(eager=True).createOrReplaceTempView("found")
         counts = [tuple(r) for r in spark.sql(COUNTS_SQL).collect()]
         listed = [tuple(r) for kinds in (ALL_VIOLATION_KINDS, ALL_FINDING_KINDS)
                   for r in spark.sql(listed_sql(kinds, limit)).collect()]
