@@ -192,7 +192,7 @@ def test_spark_sql_gives_the_local_report_on_the_corpus(spark, corpus):
 
 @pytest.mark.spark
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                 HealthCheck.function_scoped_fixture])
 @given(st.one_of(random_rows(), mutated_runs()))
 def test_spark_engines_give_the_local_report_on_generated_rows(spark, rows):
