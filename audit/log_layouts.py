@@ -62,17 +62,15 @@ _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEB
 # The fast paths: one match per line also splits the message's prefix (split_prefix, as a regex; inside
 # each alternative, so that the logger is found as in the whole message). ASCII digits only ([0-9] is
 # several times cheaper than \d, which takes any Unicode digit): a line they do not fit goes the general
-# way, so each fast pattern has to give what the general way gives only for the lines it matches. The
-# message and body are cut by the lengths of the groups around them, not captured: a group just before
-# " (" keeps the regex engine from skipping to the spaces when it looks for the logger from the end.
+# way, so each fast pattern has to give what the general way gives only for the lines it matches.
 _D = "[0-9]"
-_PREFIX = r"(\[([^\[\]]*)\][:,]? ?)?"
+_PREFIX = r"(?:\[([^\[\]]*)\][:,]? ?)?"
+_PREFIX_SEP = r"(\[([^\[\]]*)\][:,]? ?)?"         # with its separator, as a group of its own
 _FAST_LEVEL = "(INFO|DEBUG|TRACE|WARN|ERROR|WARNING|FATAL)"
-# Groups: ts, level, then (prefix with its separator, prefix, logger, blank space after it) with a
-# logger, or (prefix with its separator, prefix) without. The message starts at 27 + len(level).
+# Groups: ts, level, then (message, prefix, body, logger) with a logger, or (message, prefix, body) without.
 _KAFKA_FASTEST = re.compile(
     rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
-    rf"(?:{_PREFIX}.* \(([^\s()=]+)\)(\s*)|{_PREFIX}.*)$")
+    rf"(?:({_PREFIX}(.*)) \(([^\s()=]+)\)\s*|({_PREFIX}(.*)))$")
 
 _TS_MATCH = re.compile(_TS).match
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
@@ -81,11 +79,13 @@ DATED = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]\d][^\]]*)\]\s+)?" + _LEVEL + r"\s
                    r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<dmsg>.*)|(?P<msg>.*))$")
 # Strimzi's layout, "%d{ISO8601} %p %m (%c) [%t]", as _dated reads it when the dash layout does not fit
 # (the negative lookahead is DATED's dash alternative), with split_logger's logger and _dated's thread.
-# Groups: ts, level, prefix with its separator, prefix, logger, thread (the message starts at 25 + len(level)).
+# Groups: ts, level, prefix with its separator, prefix, logger, thread; the message starts at 25 + len(level)
+# and is cut by the lengths of the groups after it (no group just before " (" lets the regex engine skip
+# to the spaces when it looks for the logger from the end: measured faster here, not for Kafka's layout).
 _STRIMZI_FAST = re.compile(
     rf"({_D}{{4}}-{_D}{_D}-{_D}{_D}[ T]{_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}}) {_FAST_LEVEL} "
     r"(?!\s|(?:\[[^\]]*\]\s+)?[A-Za-z_$][\w$.]*(?::(?:\d+|\?))?\s+-\s)"
-    rf"{_PREFIX}.* \(([^ (=]+)\) \[([^\[\]]*)\]$")
+    rf"{_PREFIX_SEP}.* \(([^ (=]+)\) \[([^\[\]]*)\]$")
 BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
 ZOOKEEPER = re.compile(_TS + r" \[myid:[^\]]*\] - " + _LEVEL + r"\s+\[(?P<thread>[^\]]*?):(?P<cls>[\w$]+)@\d+\] - "
                        r"(?P<msg>.*)$")
@@ -359,16 +359,10 @@ class LineSplitter:
                         if not fast:
                             streams.add(None)
                         fast += 1
-                        ts, level, full, prefix, logger, blank, full2, prefix2 = m.groups()
-                        start = 27 + len(level)
-                        if logger is None:
-                            msg = text[start:]
-                            body = msg if full2 is None else text[start + len(full2):]
-                            yield (LOG, no, source, no, msg, ts, level, None, None, None, prefix2, body)
+                        ts, level, msg, prefix, body, logger, bare, prefix2, body2 = m.groups()
+                        if msg is None:
+                            yield (LOG, no, source, no, bare, ts, level, None, None, None, prefix2, body2)
                         else:
-                            end = len(text) - len(blank) - len(logger) - 3
-                            msg = text[start:end]
-                            body = msg if full is None else text[start + len(full):end]
                             yield (LOG, no, source, no, msg, ts, level, logger, None, None, prefix, body)
                         continue
                     m = fast_match(text)
