@@ -261,8 +261,7 @@ class KafkaLogReader:
                 return
             self._flush_pending()
         self._made_row = False
-        end = body.find(" ")
-        word = body if end < 0 else body[:end]
+        word = body.partition(" ")[0]
         key = _KEYS.get(word)
         if key is None:
             key = pat.dispatch_key(word)
