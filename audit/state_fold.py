@@ -337,6 +337,9 @@ def _inputs(paths: list[str]):
     if errors:
         raise FoldError("; ".join(f"{e.path}: {e.reason}" for e in errors))
     logs, parquet = [], []
+    # A file found in a directory that is not rows (a sweep's sweep.json, a README) is passed over; one named
+    # on the command line is an error.
+    named = {os.path.normpath(p) for p in paths}
     for i in inputs:
         if i.type == EVENT_LOG:
             logs.append(i.path)
@@ -347,7 +350,7 @@ def _inputs(paths: list[str]):
             except ParquetInputError as exc:
                 raise FoldError(str(exc)) from None
             parquet += [os.path.abspath(f) for f in i.parquet.files]
-        else:
+        elif os.path.normpath(i.path) in named:
             raise FoldError(f"{i.path}: not an event log directory nor a Parquet export of audit rows (a fold reads "
                             f"event logs: kcontroller simulate/sweep/demo output, or kcontroller export --parquet)")
     if not logs and not parquet:

@@ -34,6 +34,8 @@ An event-sourced model of Apache Kafka's ZooKeeper-era controller (Kafka 3.7 beh
                         drive the cluster a log describes, as Kafka's tools would, appending to the log
   simulate, sweep       run a scenario (brokers, producers, faults) once, or over many seeds
   audit, what-if        check logs (ours and Kafka's own); what killing brokers would do to a cluster
+  export, fold          logs as Parquet rows; every run's state at a time or offset, offline intervals,
+                        leader changes (in process on DuckDB, or on Spark)
 
 Run 'kcontroller COMMAND --help' for a command's options."""
 

@@ -21,6 +21,8 @@ import json
 import os
 import sys
 
+from kcontroller import progress
+
 EXIT_OK, EXIT_ERROR = 0, 2
 ENGINES = ("auto", "local", "duckdb", "spark")
 FORMATS = (".parquet", ".json", ".csv")
@@ -52,6 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                    "under --engine auto")
     p.add_argument("--json", action="store_true",
                    help="print what was written as JSON: {bound, engine, runs, partitions, files, notes}")
+    progress.add_option(p)
 
 
 def choose_engine(engine: str, master: str | None) -> str:
@@ -109,13 +112,24 @@ def write_result(result, files: dict[str, str]) -> None:
             pcsv.write_csv(_csv_safe(tables[name]), file)
 
 
+def _fold(args: argparse.Namespace, bound, engine: str):
+    """The fold; on Spark with a bar of Spark's tasks on a terminal (the session made first, for the bar)."""
+    from audit.state_fold import fold_paths
+    if engine != "spark" or not progress.shown(args.progress):
+        return fold_paths(args.paths, bound, engine=engine, timelines=args.timelines, master=args.master)
+    from audit.spark_session import spark_session
+    spark = spark_session(args.master, app_name="kcontroller-fold")
+    with progress.SparkTasks(args.progress, spark, desc="fold (Spark tasks)"):
+        return fold_paths(args.paths, bound, engine=engine, timelines=args.timelines, master=args.master)
+
+
 def cmd_fold(args: argparse.Namespace) -> int:
-    from audit.state_fold import Bound, FoldError, fold_paths
+    from audit.state_fold import Bound, FoldError
     try:
         files = output_files(args.output, args.timelines)
         bound = Bound("time", args.time) if args.time is not None else Bound("offset", args.offset)
         engine = choose_engine(args.engine, args.master)
-        result = fold_paths(args.paths, bound, engine=engine, timelines=args.timelines, master=args.master)
+        result = _fold(args, bound, engine)
     except (ValueError, FoldError) as exc:
         print(f"kcontroller fold: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -237,3 +237,19 @@ def test_kcontroller_replay_runs_on_a_standalone_cluster(cluster, sweep_logs, tm
     assert on_cluster.returncode == 0 and local.returncode == 0, on_cluster.stderr[-4000:] + local.stderr[-2000:]
     got = json.loads(on_cluster.stdout)
     assert got == json.loads(local.stdout) and got["logs"] == 2 and got["same"] == 2
+
+
+def test_kcontroller_fold_runs_on_a_standalone_cluster(cluster, sweep_logs, tmp_path):
+    """``kcontroller fold SWEEP_DIR --master spark://... --timelines``: every run's state and timelines, the
+    same tables as DuckDB's in process."""
+    pytest.importorskip("duckdb")
+    docs = {}
+    for engine, args in (("spark", ["--master", cluster]), ("local", ["--engine", "local"])):
+        out = tmp_path / f"{engine}.json"
+        job = _kcontroller(["fold", str(sweep_logs), "--time", "60000", "--timelines", "--out", str(out), *args],
+                           tmp_path)
+        assert job.returncode == 0, job.stderr[-4000:]
+        assert ("(spark)" if engine == "spark" else "(duckdb)") in job.stdout
+        docs[engine] = json.loads(out.read_text())
+    assert docs["spark"] == docs["local"]
+    assert {row["run_id"] for row in docs["local"]["state"]} and docs["local"]["leader_changes"]

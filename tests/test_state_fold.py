@@ -278,3 +278,19 @@ def test_duckdb_and_spark_give_identical_tables(runs, spark):
     for name in ("state", "offline", "leader_changes"):
         a, b = getattr(local, name), getattr(on_spark, name)
         assert a.num_rows and a.schema.equals(b.schema) and a.equals(b), name
+
+
+def test_a_sweeps_directory_folds_its_logs_and_passes_over_its_other_files(runs, tmp_path):
+    """A sweep's output holds its runs' logs and its sweep.json: a directory named on the command line folds
+    the logs in it; a file that is not rows fails only when named itself."""
+    import shutil
+    sweep = tmp_path / "sweep"
+    for name in ("unclean-election-on", "rf1-broker-kill"):
+        shutil.copytree(runs[name][0], sweep / name)
+    (sweep / "sweep.json").write_text('{"runs": 2}\n')
+    result = fold_paths([str(sweep)], Bound("time", 60_000))
+    assert result.runs == sorted(os.path.normpath(str(sweep / n)) for n in ("rf1-broker-kill", "unclean-election-on"))
+    with pytest.raises(FoldError, match="sweep.json: not an event log directory"):
+        fold_paths([str(sweep / "sweep.json")], Bound("time", 60_000))
+    with pytest.raises(FoldError, match="no event log"):
+        fold_paths([str(tmp_path / "sweep" / "sweep.json").replace("sweep.json", "*.json")], Bound("time", 1))
