@@ -17,8 +17,10 @@ reading says so. KRaft files have no controller state machines: their rows (:mod
 go through the KRaft checks (:func:`audit.local_engine.audit_kraft`), in process whichever the engine,
 and that report is merged into the engine's.
 
-The engine: ``local`` (in process, no JVM) or ``spark`` (:mod:`audit.spark_engine`, on the active
-session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
+The engine: ``local`` (in process, no JVM), ``duckdb`` (in process: the checks as SQL on DuckDB,
+:mod:`audit.duckdb_engine`, over one Arrow table of the inputs; asked for by name only: at 10 M
+transitions it was no faster than ``local``, docs/benchmarks.md) or ``spark`` (:mod:`audit.spark_engine`,
+on the active session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
 input and ``spark`` above it (or ``local`` when no Java is found). The default threshold is where
 the in-process engine's rows (about ten times the input's size) would fill half the machine's
 memory: on the 2-core benchmark machine the in-process engine was faster than Spark at every size
@@ -53,7 +55,7 @@ from events.segment import SEGMENT_SUFFIX
 EVENT_LOG = "event-log"
 KAFKA_LOG = "kafka-log"
 PARQUET = "parquet"
-ENGINES = ("auto", "local", "spark")
+ENGINES = ("auto", "local", "duckdb", "spark")
 # The in-process engine holds every row: about ten times the input's bytes in memory. On the
 # benchmark machine (2 cores) it was faster than Spark at every size measured (docs/benchmarks.md),
 # so ``auto`` takes Spark only when the rows would need more than half of the memory.
@@ -414,6 +416,47 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
 
 
+def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
+    """The checks as SQL on DuckDB in process (:mod:`audit.duckdb_engine`) over one Arrow table of every input:
+    event logs read column-wise (``arrow_batches``), Parquet files, Kafka logs' rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from audit import duckdb_engine
+    from audit.rows import COLUMNS, arrow_schema, rows_to_arrow
+    from audit.spark_source import arrow_batches
+
+    if not duckdb_engine.available():
+        raise ImportError("--engine duckdb needs the duckdb package (pip install duckdb)")
+    schema = arrow_schema()
+    batches: list = []
+    for i in inputs:
+        if i.type != EVENT_LOG:
+            continue
+        stats = ReadStats()
+        try:
+            for ref in discover_segments([i.path]):
+                for batch in arrow_batches(ref, stats=stats):
+                    batches.append(batch)
+        except LogError as exc:  # the rows before the damage are audited; the input is reported
+            i.error = str(exc)
+        i.notes += [str(t) for t in stats.torn_tails]
+    tables = [pa.Table.from_batches(batches, schema=schema)]
+    tables += [pq.read_table(f, columns=list(COLUMNS)).select(list(COLUMNS)).cast(schema)
+               for f in _checked_parquet_files(inputs)]
+    kafka_rows, kraft_rows = _read_kafka_logs(inputs)
+    if kafka_rows:
+        tables.append(pa.Table.from_batches([rows_to_arrow(kafka_rows)], schema=schema))
+    table = pa.concat_tables(tables)
+    report = duckdb_engine.audit(table, limit=limit)
+    if kraft_rows:
+        report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
+    timed = table.filter(pc.and_(pc.is_in(table["kind"], value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
+                                 pc.is_valid(table["time_ms"])))
+    return report, timeline_of(timed["time_ms"].to_pylist(), report)
+
+
 def _checked_parquet_files(inputs: list[AuditInput]) -> list[str]:
     """The Parquet inputs' files (absolute), each checked against the audit's schema here in the driver (a bad
     file is its input's error, never a failed job)."""
@@ -513,6 +556,8 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
             errors.append(InputError("(Spark job)", _spark_error_text(exc)))
             report = local_engine.audit([], limit=limit)
             timeline = timeline_of([], report)
+    elif chosen == "duckdb":
+        report, timeline = _audit_duckdb(inputs, limit)
     else:
         report, timeline = _audit_local(inputs, limit)
     kraft = [i.path for i in inputs if i.reading is not None and i.reading.kraft]

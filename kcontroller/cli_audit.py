@@ -33,8 +33,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="an event-log directory, a directory of them, a Kafka log file, a directory of Kafka log "
                         "files, a Parquet export of audit rows (kcontroller export), or a glob of any of these")
     p.add_argument("--engine", choices=ENGINES, default="auto",
-                   help="local: in process (no JVM); spark: Spark DataFrames; auto: local below --spark-threshold "
-                        "bytes of input, Spark above (default: %(default)s)")
+                   help="local: in process (no JVM); duckdb: in process, the checks as SQL on DuckDB (pip install "
+                        "duckdb); spark: Spark DataFrames; auto: local below --spark-threshold bytes of input, Spark "
+                        "above (default: %(default)s)")
     p.add_argument("--master", metavar="URL",
                    help="Spark master (local[N], spark://host:port, yarn, ...); implies --engine spark. Under "
                         "spark-submit the session's own master is used")

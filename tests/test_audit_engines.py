@@ -200,3 +200,20 @@ def test_spark_engines_give_the_local_report_on_generated_rows(spark, rows):
     expected = local_audit(rows, limit=5)
     for name, engine in _spark_engines().items():
         assert_same(expected, engine(df, limit=5), name)
+
+
+# --- the runner: --engine duckdb -------------------------------------------------------------------------------
+
+def test_run_audit_with_the_duckdb_engine_reports_what_the_local_engine_reports(tmp_path):
+    from test_audit_checks import history_rows
+
+    from audit.runner import ENGINES, run_audit
+    assert "duckdb" in ENGINES
+    logs = [tmp_path / f"h{seed}" for seed in (3, 4)]
+    for seed, log in zip((3, 4), logs):
+        history_rows(seed, 60, log)
+    paths = [str(p) for p in logs]
+    local, duck = run_audit(paths, engine="local"), run_audit(paths, engine="duckdb")
+    assert duck.engine == "duckdb" and local.engine == "local"
+    assert duck.report == local.report and duck.timeline == local.timeline
+    assert duck.report.summary["transitions"] > 100 and duck.exit_status == local.exit_status == 0
