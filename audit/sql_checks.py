@@ -15,24 +15,30 @@ How the checks are written (the order of a run is ``(seq, source, position)``, n
 *era* is the number of controller epoch resets up to and including it, a row's *incarnation* the
 number of its topic's ``topic_created`` / ``topic_deletion_completed`` rows before it)
 
-- controller epochs: one window over each run's rows with a known epoch finds the previous row's epoch
-  and the highest epoch of the rows before (``run_max``); the rows below ``run_max`` are few
-  (``epoch_marks``: resets, decreases, zombies). A reset is such a row at epoch 1 after an election at a
-  higher epoch (``elections``: each election's previous one) in a run with elections, after any row at a
-  higher epoch in a run without. Before a run's first reset the highest epoch of the era is ``run_max``;
-  after it (only runs with a reset) a window per (run, era) finds it. The resets as intervals of the
-  run's order (``eras``) give every other row its era by a join;
-- topics: the create/delete rows (``boundaries``) as intervals per (run, topic) give each row its
-  incarnation (``incarnations``); the last of them per (run, era, topic), when it is a deletion's
-  completion, is a deleted topic (``deletions``);
+- controller epochs: where each epoch is first seen in its run (``epoch_firsts``, an aggregation) and
+  the first place of any higher epoch (``epoch_later``) find the rows below the highest epoch of the
+  rows before them (``run_max``) with an equi-join, no sort; in a run without elections (any row may
+  reset there, judged against the row before) a window does. Those rows are few (``epoch_marks``:
+  resets, decreases, zombies). A reset is such a row at epoch 1 after an election at a higher epoch
+  (``elections``: each election's previous one) in a run with elections, after a row at a higher epoch
+  in a run without. Before a run's first reset the era's highest epoch is ``run_max``; after it (only
+  runs with a reset) a window per (run, era) finds it. The resets as intervals of the run's order
+  (``eras``) give every other row its era by a join;
+- topics: a row's incarnation is a running count of its topic's create/delete rows (a window per (run,
+  topic) over those rows and the rows checked: a log may create one topic's partitions tens of
+  thousands of times, so intervals joined by range would be quadratic); the last create/delete row per
+  (run, era, topic), when it is a deletion's completion, makes a deleted topic (``deletions``);
 - transitions: legality is an anti-join with ``legal``; continuity one window per (run, era, entity)
   ordered by (controller epoch, incarnation, order): the row before is the predecessor when its epoch
-  and incarnation are the same; the same window's largest order marks each entity's last transition of
-  the era (deleted topics that keep state, replicas stuck in ReplicaDeletionIneligible);
-- leaders, per (run, era, topic, incarnation, partition): the highest earlier leader epoch (rows with a
-  leader epoch), the first leader per leader epoch (rows with a leader and a leader epoch), the previous
-  known ISR (``lag`` over the rows with an ISR); a leader not in its ISR and the findings (unclean, failed
-  and refused transitions) are conditions on single rows.
+  and incarnation are the same (``discontinuities``); each entity's last transition of the era, by an
+  aggregation (``last_transitions``), is checked against deleted topics and for ReplicaDeletionIneligible;
+- leaders, per (run, era, topic, incarnation, partition), in one query (``leader_marks``): the highest
+  earlier leader epoch, the first leader per leader epoch (rows with a leader ordered first), the previous
+  known ISR (``lag`` with the rows with an ISR ordered first); a leader not in its ISR and the findings
+  (unclean, failed and refused transitions) are conditions on single rows.
+
+Rows are ordered by their source's rank (``sources``) rather than its path wherever they are sorted: paths
+sharing long beginnings made DuckDB's sorts several times slower.
 
 Portability: only functions both engines have (``array_contains``, ``array_intersect``,
 ``array_distinct``, ``concat``, ``cardinality``, window ``lag``/``lead``/``first_value``/``max``), row
