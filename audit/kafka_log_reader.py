@@ -3,9 +3,9 @@
 :class:`KafkaLogReader` reads the *items* of one file (or of several read as one: a rotated set, brokers'
 files merged by time) that ``audit.log_layouts`` made of its lines, whatever their layout: each log
 line's timestamp, level, logger and message (split into its ident prefix and body), continuation lines,
-blank and unknown lines. It tells what the prefix means and dispatches the body on its first word to the few templates
-that may match it (``audit.kafka_line_patterns``): a line becomes rows, or is a known line that makes
-none, or is counted and sampled as not understood. The reader keeps what later lines need: the last
+blank and unknown lines. It tells what the prefix means and dispatches the body on its first word to
+the few templates that may match it (``audit.kafka_line_patterns``): a line becomes rows, or is a known
+line that makes none, or is counted and sampled as not understood. The reader keeps what later lines need: the last
 epoch of each controller id, the controller that last took over (for lines that name none), each
 partition's last known ISR (to tell an unclean election), and, per stream (a container of a
 docker-compose or Kubernetes log), a row waiting for its next line (a failure for its exception class,
