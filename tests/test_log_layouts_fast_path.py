@@ -45,7 +45,7 @@ ODD_TIMESTAMPS = st.one_of(
               _digits(2), st.sampled_from([",000", ",123", ".123", ",12", ",1234", "", ",999Z", ",001+01:00"])),
     st.sampled_from(["2024-1-01 10:00:00,000", "2024-01-01  10:00:00,000"]),
 )
-LEVELS = st.sampled_from(["INFO", "INFO", "INFO", "DEBUG", "TRACE", "WARN", "WARNING", "ERROR", "FATAL", "info", "NOTICE"])
+LEVELS = st.sampled_from(["INFO"] * 3 + ["DEBUG", "TRACE", "WARN", "WARNING", "ERROR", "FATAL", "info", "NOTICE"])
 SPACE = st.sampled_from([" "] * 8 + ["  ", "\t", " \u00a0"])
 # Pieces of messages, chosen where the patterns look: prefixes, loggers, threads, the dash layout.
 PIECES = st.sampled_from([
