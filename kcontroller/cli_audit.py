@@ -124,15 +124,17 @@ def _print_events(out, total: int, listed: list) -> None:
 
 def _reading(args: argparse.Namespace) -> progress.Poller:
     """The audit's bar: bytes this process has read since the start, out of the inputs' size (run_audit has no
-    progress callback; the I/O counter of /proc/self/io stands in for one). Where there is no such counter, or
-    on Spark (the executors read), it counts the seconds instead."""
+    progress callback; the I/O counter of /proc/self/io stands in for one); on Spark (the executors read) Spark's
+    tasks done; where there is no I/O counter, the seconds spent."""
     if not progress.shown(args.progress):
         return progress.Poller("never", lambda: 0, total=None, unit="B", desc="audit")
     try:
         base = progress.bytes_read()
     except OSError:
         base = None
-    if base is None or args.engine == "spark" or args.master:
+    if args.engine == "spark" or args.master:
+        return progress.LateSparkTasks(args.progress, desc="audit (Spark tasks)")
+    if base is None:
         import time
         started = time.monotonic()
         return progress.Poller(args.progress, lambda: int(time.monotonic() - started), total=None, unit="s",

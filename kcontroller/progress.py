@@ -166,15 +166,7 @@ class SparkTasks(Poller):
     def counts(self) -> tuple[int, int]:
         """(tasks done, tasks in all) of the block's jobs so far (stages not planned yet are not counted)."""
         tracker = self.sc.statusTracker()
-        done = total = 0
-        for job_id in tracker.getJobIdsForGroup(self.group):
-            job = tracker.getJobInfo(job_id)
-            for stage_id in (job.stageIds if job is not None else ()):
-                stage = tracker.getStageInfo(stage_id)
-                if stage is not None:
-                    done += stage.numCompletedTasks
-                    total += stage.numTasks
-        return done, total
+        return _tasks(tracker, tracker.getJobIdsForGroup(self.group))
 
     def _tasks_done(self) -> float:
         done, total = self.counts()
@@ -192,3 +184,57 @@ class SparkTasks(Poller):
         finally:
             self.sc.setLocalProperty("spark.jobGroup.id", None)
             self.sc.setLocalProperty("spark.job.description", None)
+
+
+def _tasks(tracker, job_ids) -> tuple[int, int]:
+    """(tasks done, tasks in all) of the stages of ``job_ids`` (a SparkContext's status tracker)."""
+    done = total = 0
+    for job_id in job_ids:
+        job = tracker.getJobInfo(job_id)
+        for stage_id in (job.stageIds if job is not None else ()):
+            stage = tracker.getStageInfo(stage_id)
+            if stage is not None:
+                done += stage.numCompletedTasks
+                total += stage.numTasks
+    return done, total
+
+
+def _active_spark_context():
+    """The process's running SparkContext, or None (no pyspark, or no session yet)."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return None
+    return SparkContext._active_spark_context
+
+
+class LateSparkTasks(Poller):
+    """The bar of :class:`SparkTasks` for work that makes (or finds) its Spark session itself, after the bar
+    starts (``kcontroller audit``: the engine is chosen, and the session made, inside the audit): it counts the
+    tasks of the jobs, outside any job group, that the process's SparkContext started during the block."""
+
+    def __init__(self, mode: str | None, *, desc: str, interval: float = 0.5):
+        self._before: set | None = None
+        super().__init__(mode, self._tasks_done, total=None, unit="task", desc=desc, interval=interval,
+                         unit_scale=False)
+
+    def _job_ids(self) -> set:
+        sc = _active_spark_context()
+        return set() if sc is None else set(sc.statusTracker().getJobIdsForGroup(None))
+
+    def counts(self) -> tuple[int, int]:
+        sc = _active_spark_context()
+        if sc is None:
+            return 0, 0
+        tracker = sc.statusTracker()
+        return _tasks(tracker, sorted(set(tracker.getJobIdsForGroup(None)) - (self._before or set())))
+
+    def _tasks_done(self) -> float:
+        done, total = self.counts()
+        if total and self.bar.total != total:
+            self.bar.total = total
+        return done
+
+    def __enter__(self) -> LateSparkTasks:
+        self._before = self._job_ids()
+        return super().__enter__()
