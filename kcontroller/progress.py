@@ -147,7 +147,20 @@ def input_bytes(paths: Iterable[str]) -> int:
     return total
 
 
-class SparkTasks(Poller):
+class _TasksBar(Poller):
+    """A bar of Spark tasks done whose total grows as stages are planned; ``counts()`` says (done, total)."""
+
+    def counts(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _tasks_done(self) -> float:
+        done, total = self.counts()
+        if total and self.bar.total != total:
+            self.bar.total = total
+        return done
+
+
+class SparkTasks(_TasksBar):
     """A bar of the Spark tasks done, out of the tasks of every stage of the jobs started inside the ``with``
     block (what Spark's console progress bar shows, summed over the command's jobs). The jobs are found by a
     job group set for the block on the calling thread (PySpark pins it to the JVM thread that runs the jobs)
@@ -168,11 +181,6 @@ class SparkTasks(Poller):
         tracker = self.sc.statusTracker()
         return _tasks(tracker, tracker.getJobIdsForGroup(self.group))
 
-    def _tasks_done(self) -> float:
-        done, total = self.counts()
-        if total and self.bar.total != total:
-            self.bar.total = total
-        return done
 
     def __enter__(self) -> SparkTasks:
         self.sc.setJobGroup(self.group, self.desc)
@@ -208,7 +216,7 @@ def _active_spark_context():
     return SparkContext._active_spark_context
 
 
-class LateSparkTasks(Poller):
+class LateSparkTasks(_TasksBar):
     """The bar of :class:`SparkTasks` for work that makes (or finds) its Spark session itself, after the bar
     starts (``kcontroller audit``: the engine is chosen, and the session made, inside the audit): it counts the
     tasks of the jobs, outside any job group, that the process's SparkContext started during the block."""
@@ -229,11 +237,6 @@ class LateSparkTasks(Poller):
         tracker = sc.statusTracker()
         return _tasks(tracker, sorted(set(tracker.getJobIdsForGroup(None)) - (self._before or set())))
 
-    def _tasks_done(self) -> float:
-        done, total = self.counts()
-        if total and self.bar.total != total:
-            self.bar.total = total
-        return done
 
     def __enter__(self) -> LateSparkTasks:
         self._before = self._job_ids()
