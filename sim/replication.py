@@ -322,67 +322,79 @@ class Replication:
             gc.enable()
 
     def _become_many(self, b: int, batch, rows) -> None:
-        n = len(rows)
         topic = batch.column("topic")
         names = topic.dictionary
-        codes = np.asarray(topic.codes)[rows].tolist()
+        codes = np.asarray(topic.codes)[rows]
         parts = np.asarray(batch.column("partition"))[rows].tolist()
         leaders = np.asarray(batch.column("leader"))[rows].tolist()
         epochs = np.asarray(batch.column("leader_epoch"))[rows].tolist()
         partition_epochs = np.asarray(batch.column("partition_epoch"))[rows].tolist()
+        replica_column = batch.column("replicas")
         isrs = self._row_tuples(batch.column("isr"), rows)
-        replica_sets = self._row_tuples(batch.column("replicas"), rows)
-        intern = self._interned.setdefault
-        reps, disk = self.replicas[b], self.disks[b]
+        replica_sets = self._row_tuples(replica_column, rows)
         sim = self.sim
+        # effectiveMinIsr of every row, as arrays: the topic's min.insync.replicas, at most the replica count.
+        used = np.unique(codes)
+        topic_min = np.zeros(len(names), dtype=np.int64)
+        topic_min[used] = [sim.min_isr(names[c]) for c in used.tolist()]
+        offsets = np.asarray(replica_column.offsets)
+        min_isrs = np.minimum(topic_min[codes], offsets[np.asarray(rows) + 1] - offsets[rows]).tolist()
+        intern = self._interned.setdefault
+        name_objects = np.empty(len(names), dtype=object)
+        name_objects[:] = names
+        tps = [intern(tp, tp) for tp in zip(name_objects[codes].tolist(), parts)]
+        reps, disk = self.replicas[b], self.disks[b]
         now = sim.loop.now
         became_leader: list[Replica] = []      # told to the metrics together (nothing in between reads them)
         one_dir = len(sim.log_dirs) == 1
         log_dir = sim.log_dirs[0]
-        min_isr_of: dict[str, int] = {}
         led = self.led_with.setdefault(b, {})
         sessions = self.sessions
+        single = self.num_fetchers == 1
         fetcher_id = self.fetcher_id
-        following: dict[tuple[int, int], FetchSession] = {}   # (leader, fetcher) -> this broker's session
-        for i in range(n):
-            tp = (names[codes[i]], parts[i])
-            tp = intern(tp, tp)
+        following: dict = {}     # leader (or (leader, fetcher)) -> this broker's session with it
+        watches: dict = {}       # (follower, fetcher) -> the watch of the follower's session with this broker
+        led_tps: dict = {}       # follower -> led_with[b][follower]
+        for tp, leader, epoch, isr, partition_epoch, replicas, min_isr in zip(
+                tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs):
             rep = reps.get(tp)
             if rep is not None:
                 if became_leader:
                     sim.metrics.leaders_changed(b, became_leader)
                     became_leader = []
-                self._become(rep, leaders[i], epochs[i], isrs[i], partition_epochs[i], replica_sets[i])
+                self._become(rep, leader, epoch, isr, partition_epoch, replicas)
                 continue
             # A replica the process does not have yet: it leads nothing and is in no session.
             log = disk.get(tp)
             if log is None:
                 log = disk[tp] = ReplicaLog()
             rep = reps[tp] = Replica(tp, b, log, log_dir if one_dir else sim.log_dir_of(b, tp))
-            leader, replicas = leaders[i], replica_sets[i]
-            rep.leader, rep.leader_epoch, rep.isr = leader, epochs[i], isrs[i]
-            rep.partition_epoch, rep.replicas = partition_epochs[i], replicas
-            topic_name = tp[0]
-            m = min_isr_of.get(topic_name)
-            if m is None:
-                m = min_isr_of[topic_name] = sim.min_isr(topic_name)
-            rep.min_isr = m if m < len(replicas) else len(replicas)
+            rep.leader, rep.leader_epoch, rep.isr = leader, epoch, isr
+            rep.partition_epoch, rep.replicas, rep.min_isr = partition_epoch, replicas, min_isr
             if leader == b:
-                log.assign_epoch_start(rep.leader_epoch)
-                leo = rep.epoch_start = log.leo
+                leo = log.leo
+                if leo or log.epochs:
+                    log.assign_epoch_start(epoch)
+                else:
+                    log.epochs.append((epoch, 0))       # assign_epoch_start on an empty log
+                rep.epoch_start = leo
                 follower_leo = rep.follower_leo = {}
-                fetcher = fetcher_id(tp)
-                isr = rep.isr
+                fetcher = 0 if single else fetcher_id(tp)
                 for r in replicas:
                     if r == b:
                         continue
                     follower_leo[r] = -1
-                    tps = led.get(r)
-                    if tps is None:
-                        tps = led[r] = {}
-                    tps[tp] = None
-                    s = sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
-                    s.watch[tp] = [now if r in isr else 0, leo]
+                    tps_r = led_tps.get(r)
+                    if tps_r is None:
+                        tps_r = led_tps[r] = led.get(r)
+                        if tps_r is None:
+                            tps_r = led_tps[r] = led[r] = {}
+                    tps_r[tp] = None
+                    watch = watches.get((r, fetcher))
+                    if watch is None:
+                        s = sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
+                        watch = watches[(r, fetcher)] = s.watch
+                    watch[tp] = [now if r in isr else 0, leo]
                 if leo:
                     # Its log has records (a restarted broker's): the high watermark may move and answer
                     # produces, so the metrics hear of the leaders so far first, as one by one.
@@ -393,10 +405,10 @@ class Replication:
                 else:
                     became_leader.append(rep)
             elif leader >= 0:
-                key = (leader, fetcher_id(tp))
+                key = leader if single else (leader, fetcher_id(tp))
                 s = following.get(key)
                 if s is None:
-                    s = following[key] = self._session(b, leader, key[1])
+                    s = following[key] = self._session(b, leader, 0 if single else key[1])
                 s.partitions[tp] = None
                 s.dirty[tp] = None
                 rep.fetching_from = leader
@@ -567,12 +579,14 @@ class Replication:
             return
         offsets = {}
         partitions = s.partitions
-        for tp in (*s.dirty, *s.watch) if s.watch else s.dirty:
-            rep = reps.get(tp)
-            if rep is not None and tp in partitions and tp not in offsets:
-                log = rep.log
-                epochs = log.epochs     # ReplicaLog.latest_epoch, inlined: once per partition fetched
-                offsets[tp] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
+        # Each partition once, dirty ones first ({**a, **b}: the keys in first-seen order, made in C).
+        for tp in {**s.dirty, **s.watch} if s.watch else s.dirty:
+            if tp in partitions:
+                rep = reps.get(tp)
+                if rep is not None:
+                    log = rep.log
+                    epochs = log.epochs     # ReplicaLog.latest_epoch, inlined: once per partition fetched
+                    offsets[tp] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
         s.dirty.clear()
         s.state = IN_FLIGHT
         s.sent_ms = self.sim.loop.now
@@ -595,6 +609,7 @@ class Replication:
         s.last_fetch_ms = now
         truncations: dict = {}
         errors: dict = {}
+        watch = s.watch
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
             if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
@@ -613,12 +628,33 @@ class Replication:
                     if follower is not None:
                         truncations[tp] = follower.log.divergence_with(log)
                         continue
-            self._update_follower(rep, s, f, offset, now, prev)
+            # _update_follower, inlined for its common case (a follower in the ISR, at or below the high
+            # watermark: a set-up's first fetches are millions of these).
+            rep.follower_leo[f] = offset
+            hw = log.hw
+            if offset > hw or rep.pending_isr is not None or f not in rep.isr:
+                self._update_follower(rep, s, f, offset, now, prev, True)
+                continue
+            w = watch.get(tp)
+            if w is not None:
+                leo = log.leo
+                if offset >= leo:
+                    if now > w[0]:
+                        w[0] = now
+                    del watch[tp]
+                elif offset >= w[1]:
+                    if prev > w[0]:
+                        w[0] = prev
+                    del watch[tp]
+                else:
+                    w[1] = leo
         self._respond(s, offsets, truncations, errors)
 
-    def _update_follower(self, rep: Replica, s: FetchSession, f: int, offset: int, now: int, prev: int) -> None:
+    def _update_follower(self, rep: Replica, s: FetchSession, f: int, offset: int, now: int, prev: int,
+                         leo_set: bool = False) -> None:
         """Replica.updateFetchState, then maybeExpandIsr and maybeIncrementLeaderHW."""
-        rep.follower_leo[f] = offset
+        if not leo_set:
+            rep.follower_leo[f] = offset
         leo = rep.log.leo
         w = s.watch.get(rep.tp)
         if w is not None:
@@ -653,16 +689,20 @@ class Replication:
             fetch_max = self.fetch_max_bytes
             message_bytes = self.message_bytes
             skip = truncations or errors
-            for tp in (*pending, *watch, *offsets):
-                if tp in data or (skip and (tp in truncations or tp in errors)):
+            # Each partition once, in first-seen order ({**a, **b, **c} is made in C; a partition's second
+            # visit would decide as its first did). The loop adds to ``watch``: it runs over a copy.
+            for tp in {**pending, **watch, **offsets}:
+                if skip and (tp in truncations or tp in errors):
                     continue
                 rep = reps.get(tp)
                 if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
                     continue
-                o = offsets.get(tp)
-                start = o[0] if o is not None else rep.follower_leo.get(follower, -1)
                 log = rep.log
                 leo = log.leo
+                if not leo:
+                    continue        # an empty log has nothing past any offset
+                o = offsets.get(tp)
+                start = o[0] if o is not None else rep.follower_leo.get(follower, -1)
                 if start < 0 or start >= leo:
                     continue
                 size = message_bytes.get(tp[0], 1024)
