@@ -217,3 +217,37 @@ def test_run_audit_with_the_duckdb_engine_reports_what_the_local_engine_reports(
     assert duck.engine == "duckdb" and local.engine == "local"
     assert duck.report == local.report and duck.timeline == local.timeline
     assert duck.report.summary["transitions"] > 100 and duck.exit_status == local.exit_status == 0
+
+
+# --- the columnar engine (numpy over Arrow, in process) --------------------------------------------------------
+
+def test_columnar_engine_gives_the_local_report_on_the_corpus(corpus):
+    from audit import columnar_engine
+    rows, table, expected, limited = corpus
+    assert_same(expected, columnar_engine.audit(table), "columnar")
+    assert_same(limited, columnar_engine.audit(table, limit=40), "columnar")
+    assert_same(expected, columnar_engine.audit(pa.RecordBatchReader.from_batches(table.schema, table.to_batches())),
+                "columnar")
+
+
+def test_columnar_engine_on_empty_and_bad_input():
+    from audit import columnar_engine
+    assert_same(local_audit([]), columnar_engine.audit(table_of([])), "columnar")
+    with pytest.raises(ValueError, match="lack the audit columns .*seq"):
+        columnar_engine.audit(table_of([]).drop(["seq"]))
+    with pytest.raises(TypeError, match="pyarrow Table"):
+        columnar_engine.audit([("r", "s", 1)])
+
+
+@_SETTINGS
+@given(random_rows(), _LIMITS)
+def test_columnar_engine_gives_the_local_report_on_random_rows(rows, limit):
+    from audit import columnar_engine
+    assert_same(local_audit(rows, limit=limit), columnar_engine.audit(table_of(rows), limit=limit), "columnar")
+
+
+@_SETTINGS
+@given(mutated_runs(), _LIMITS)
+def test_columnar_engine_gives_the_local_report_on_mutated_runs(rows, limit):
+    from audit import columnar_engine
+    assert_same(local_audit(rows, limit=limit), columnar_engine.audit(table_of(rows), limit=limit), "columnar")

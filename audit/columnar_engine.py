@@ -1,0 +1,542 @@
+"""The audit's checks in process as array operations over the rows' columns (numpy over Arrow), no object per row.
+
+Gives exactly the report of :mod:`audit.local_engine` (the reference: ``tests/test_audit_engines.py`` holds
+every engine to it) for a ``pyarrow.Table`` of :func:`audit.rows.arrow_schema` rows, at a fraction of its
+time: the local engine reads the rows once, in order, with a dict per scope; here each scope is a stable
+sort of row numbers by an integer key, and "the previous row of the same key", "the highest value so
+far" and "the first row of the key" are shifts, running maxima and segment starts over that order.
+
+- Rows are ordered as the local engine orders them: by run, then ``(seq, source, position)``, nulls
+  first, ties in input order (every sort here is stable).
+- Strings (run, source, kind, entity, topic, error) become dictionary codes once; a null is a code of its
+  own, so a null key matches a null key as a ``None`` dict key does.
+- Eras come from the controller-epoch pass (its resets), and every scope's key starts with the era.
+- A topic's incarnation at a row is the count of its ``topic_created`` / ``topic_deletion_completed``
+  rows before it in the era.
+- Only the violations listed (at most ``limit`` of each list, in report order) become
+  :class:`audit.checks.Violation` objects, from their rows taken out of the table; counts are exact.
+
+The KRaft-era checks are not here: the runner runs :func:`audit.local_engine.audit_kraft` beside any engine.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from audit.checks import (
+    ALL_FINDING_KINDS, CONTROLLER_EPOCH_DECREASED, CONTROLLER_EPOCH_RESET, DELETED_TOPIC_HAS_STATE, DELETION_STUCK,
+    DISCONTINUITY, DUPLICATE_LEADER, EPOCH_KINDS, FAILED_ELECTION, FIRST_CONTROLLER_EPOCH, ILLEGAL_TRANSITION,
+    ISR_NOT_IN_REPLICAS, LEADER_EPOCH_DECREASED, LEADER_NOT_IN_ISR, LEGAL_TRANSITIONS, NON_EXISTENT, REFUSED_TRANSITION,
+    UNCLEAN_ELECTION, ZOMBIE_WRITE, Report, build_report, violation,
+)
+from audit.rows import (
+    COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow,
+)
+from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
+
+__all__ = ["audit"]
+
+_NULL = -(1 << 40)   # an integer column's null, below every value a reader writes
+_PAD = -(1 << 41)    # a list's null element (equal only to another null element)
+_WIDE_LISTS = 16     # lists longer than this are matched by sorting (element, row) pairs, not column by column
+
+
+def audit(rows, *, limit: int | None = None) -> Report:
+    """Run every ZooKeeper-era check over ``rows`` (a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``
+    with the columns of :func:`audit.rows.arrow_schema`); list at most ``limit`` violations and at most ``limit``
+    findings (the counts are always exact)."""
+    table = _table(rows)
+    return _Audit(table).report(limit)
+
+
+def _table(rows):
+    import pyarrow as pa
+    if isinstance(rows, pa.RecordBatchReader):
+        rows = rows.read_all()
+    elif isinstance(rows, pa.RecordBatch):
+        rows = pa.Table.from_batches([rows])
+    if not isinstance(rows, pa.Table):
+        raise TypeError(f"audit takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(rows).__name__}")
+    missing = [c for c in COLUMNS if c not in rows.column_names]
+    if missing:
+        raise ValueError(f"the rows lack the audit columns {', '.join(missing)} (see audit.rows.arrow_schema)")
+    return rows.select(list(COLUMNS))
+
+
+# --- columns as numpy ---------------------------------------------------------------------------------------
+
+def _codes(column) -> tuple[np.ndarray, list]:
+    """A string column's dictionary codes (int64; a null is the code ``len(values)``) and its distinct values
+    (``None`` last when there are nulls)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    encoded = pa.table({"c": pc.dictionary_encode(column)}).unify_dictionaries().column("c")
+    values = encoded.chunks[0].dictionary.to_pylist() if encoded.num_chunks else []
+    null = len(values)
+    parts = [np.asarray(c.indices.fill_null(null), dtype=np.int64) for c in encoded.chunks]
+    codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    if column.null_count:
+        values.append(None)
+    return codes, values
+
+
+def _ints(column) -> np.ndarray:
+    """An integer column as int64, a null as ``_NULL``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    if column.null_count:
+        column = pc.fill_null(column.cast(pa.int64()), _NULL)
+    parts = [np.asarray(c, dtype=np.int64) for c in column.chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _ranks(values: list) -> np.ndarray:
+    """For each code, its place in the values' order (``None`` first, as Spark orders nulls)."""
+    order = sorted(range(len(values)), key=lambda i: (values[i] is not None, values[i] or ""))
+    ranks = np.empty(len(values), np.int64)
+    ranks[order] = np.arange(len(values))
+    return ranks
+
+
+def _lists(column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A list column as (valid per row, offsets, flat values with null elements as ``_PAD``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    valid = np.asarray(arr.is_valid(), dtype=bool) if arr.null_count else np.ones(n, bool)
+    offsets = np.asarray(arr.offsets, dtype=np.int64)
+    flat = arr.values.slice(offsets[0], offsets[-1] - offsets[0]) if n else arr.values
+    flat = np.asarray(pc.fill_null(flat.cast(pa.int64()), _PAD), dtype=np.int64) if len(flat) \
+        else np.zeros(0, np.int64)
+    return valid, offsets - offsets[0], flat
+
+
+# --- sorts and scopes ---------------------------------------------------------------------------------------
+
+def _key(*columns: np.ndarray) -> np.ndarray:
+    """One int64 per row that orders as the columns do, left to right (each made non-negative first); columns
+    whose ranges together overflow 63 bits are first renumbered densely."""
+    key = None
+    for col in columns:
+        lo = int(col.min()) if len(col) else 0
+        col = col - lo
+        span = int(col.max()) + 1 if len(col) else 1
+        if key is None:
+            key = col
+            continue
+        top = int(key.max()) + 1 if len(key) else 1
+        if top * span >= 1 << 63:
+            _, key = np.unique(key, return_inverse=True)
+            top = int(key.max()) + 1 if len(key) else 1
+            if top * span >= 1 << 63:
+                _, col = np.unique(col, return_inverse=True)
+                span = int(col.max()) + 1 if len(col) else 1
+        key = key * span + col
+    return key if key is not None else np.zeros(0, np.int64)
+
+
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """The stable sort of ``key`` (rows usually arrive nearly in order: checked before sorting)."""
+    if len(key) < 2 or bool(np.all(key[1:] >= key[:-1])):
+        return np.arange(len(key))
+    return np.argsort(key, kind="stable")
+
+
+def _same_as_previous(sorted_key: np.ndarray) -> np.ndarray:
+    """Per position of a sorted key: whether the previous position has the same key."""
+    out = np.zeros(len(sorted_key), bool)
+    out[1:] = sorted_key[1:] == sorted_key[:-1]
+    return out
+
+
+def _running_max_before(sorted_key: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per position of a key-sorted sequence: the highest value at earlier positions of the same key, and
+    whether there is one. ``values`` must be >= 0 and < 2**31."""
+    n = len(values)
+    if not n:
+        return values, np.zeros(0, bool)
+    group = np.cumsum(~_same_as_previous(sorted_key))
+    running = np.maximum.accumulate(group.astype(np.int64) << 32 | values)
+    before = np.empty(n, np.int64)
+    before[0] = -1
+    before[1:] = running[:-1]
+    has = np.zeros(n, bool)
+    has[1:] = (before[1:] >> 32) == group[1:]
+    return before & 0xFFFFFFFF, has
+
+
+class _Found:
+    """The violations found: per kind, the sorted positions of their rows and the values ``a`` and ``b``
+    (Python objects, made only for listed ones: callables from a position to the value)."""
+
+    def __init__(self):
+        self.parts: list[tuple[str, np.ndarray, object, object]] = []
+
+    def add(self, kind: str, positions: np.ndarray, a=None, b=None) -> None:
+        if len(positions):
+            self.parts.append((kind, np.asarray(positions, np.int64), a, b))
+
+
+class _Audit:
+    def __init__(self, table):
+        self.table = table
+        self.n = n = table.num_rows
+        self.run, self.run_values = _codes(table.column("run_id"))
+        self.source, self.source_values = _codes(table.column("source"))
+        kind, self.kind_values = _codes(table.column("kind"))
+        seq, position = _ints(table.column("seq")), _ints(table.column("position"))
+        # The order of the rows: run (by its id), seq, source, position; nulls first; stable.
+        run_rank = _ranks(self.run_values)[self.run]
+        source_rank = _ranks(self.source_values)[self.source]
+        primary = _key(run_rank, seq)
+        order = _stable_order(primary)
+        ordered = primary[order]
+        ties = _same_as_previous(ordered)
+        if ties.any():
+            order = np.lexsort((position, source_rank, seq, run_rank))
+        self.order = order
+        self.kind = kind[order]
+        self.seq = seq[order]
+        self.run_sorted = run_rank[order]
+        self.run_start = ~_same_as_previous(self.run_sorted)
+        self.kind_counts = np.bincount(kind, minlength=len(self.kind_values))
+        self.run_counts = np.bincount(self.run, minlength=len(self.run_values))
+        self._kind_code = {k: i for i, k in enumerate(self.kind_values)}
+        self.found = _Found()
+        self.failures: Counter = Counter()
+        if n:
+            self._check()
+
+    # -- helpers --
+    def is_kind(self, *kinds: str) -> np.ndarray:
+        codes = [self._kind_code[k] for k in kinds if k in self._kind_code]
+        if not codes:
+            return np.zeros(self.n, bool)
+        if len(codes) == 1:
+            return self.kind == codes[0]
+        return np.isin(self.kind, codes)
+
+    def ints(self, name: str) -> np.ndarray:
+        return _ints(self.table.column(name))[self.order]
+
+    def value(self, array: np.ndarray):
+        """A position's value of a sorted int column, as the local engine holds it (``None`` for a null)."""
+        return lambda p: None if array[p] == _NULL else int(array[p])
+
+    # -- the checks --
+    def _check(self) -> None:
+        self.epoch = self.ints("controller_epoch")
+        self._controller_epochs()
+        entity, entity_values = _codes(self.table.column("entity"))
+        self.entity = entity[self.order]
+        self.entity_values = entity_values
+        topic, topic_values = _codes(self.table.column("topic"))
+        self.topic = topic[self.order]
+        self.topic_values = topic_values
+        self.partition = self.ints("partition")
+        self.from_state = self.ints("from_state")
+        self.to_state = self.ints("to_state")
+        transitions = self.is_kind(REPLICA_TRANSITION, PARTITION_TRANSITION)
+        leaders = self.is_kind(PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED)
+        self._incarnations(transitions | leaders)
+        self._transitions(np.flatnonzero(transitions))
+        self._leaders(np.flatnonzero(leaders))
+        self._failures()
+
+    def _controller_epochs(self) -> None:
+        """Resets (which cut the run into eras), decreases and zombie writes, over the rows that carry a
+        controller epoch (>= 0) in order."""
+        epoch_rows = self.is_kind(*EPOCH_KINDS) & (self.epoch >= 0)
+        at = np.flatnonzero(epoch_rows)
+        m = len(at)
+        ep = self.epoch[at]
+        run = self.run_sorted[at]
+        elected = self.kind[at] == self._kind_code.get(CONTROLLER_ELECTED, -1)
+        first = np.ones(m, bool)
+        first[1:] = run[1:] != run[:-1]
+        runs_with_elections = np.zeros(len(self.run_values), bool)
+        runs_with_elections[run[elected]] = True
+        prev_epoch = np.empty(m, np.int64)
+        prev_epoch[1:] = ep[:-1]
+        has_prev = ~first
+        last_elected = np.maximum.accumulate(np.where(elected, np.arange(m), -1))
+        prev_el_at = np.full(m, -1, np.int64)
+        prev_el_at[1:] = last_elected[:-1]
+        has_prev_el = prev_el_at >= 0
+        has_prev_el[has_prev_el] = run[prev_el_at[has_prev_el]] == run[has_prev_el]
+        prev_elected = np.where(has_prev_el, ep[np.maximum(prev_el_at, 0)], 0)
+        reset = (ep == FIRST_CONTROLLER_EPOCH) & np.where(
+            elected, has_prev_el & (prev_elected > FIRST_CONTROLLER_EPOCH),
+            ~runs_with_elections[run] & has_prev & (prev_epoch > FIRST_CONTROLLER_EPOCH))
+        run_max, has_run_max = _running_max_before(run, ep)
+        era = np.cumsum(first | reset)
+        era_max, has_era_max = _running_max_before(era, ep)
+        lower = ~reset & has_era_max & (ep < era_max)
+        before = np.where(elected, prev_elected, prev_epoch)
+        r = np.flatnonzero(reset)
+        reset_at = dict(zip(at[r].tolist(), r.tolist()))
+        self.found.add(CONTROLLER_EPOCH_RESET, at[r], lambda p: int(before[reset_at[p]]),
+                       lambda p: int(run_max[reset_at[p]]) if has_run_max[reset_at[p]] else None)
+        for kind, which in ((CONTROLLER_EPOCH_DECREASED, lower & elected), (ZOMBIE_WRITE, lower & ~elected)):
+            w = np.flatnonzero(which)
+            index = dict(zip(at[w].tolist(), w.tolist()))
+            self.found.add(kind, at[w], lambda p, index=index: int(era_max[index[p]]))
+        # Every row's era: the run's resets up to and including it (a reset row opens the new era).
+        starts = self.run_start.copy()
+        starts[at[reset]] = True
+        self.era = np.cumsum(starts)
+
+    def _incarnations(self, needed: np.ndarray) -> None:
+        """Per row: its topic's count of topic_created / topic_deletion_completed rows earlier in its era."""
+        boundary = self.is_kind(TOPIC_CREATED, TOPIC_DELETION_COMPLETED)
+        scope = np.flatnonzero(needed | boundary)
+        key = _key(self.era[scope], self.topic[scope])
+        order = _stable_order(key)
+        at = scope[order]
+        counted = boundary[at].astype(np.int64)
+        total = np.cumsum(counted)
+        new_group = ~_same_as_previous(key[order])
+        group_base = np.maximum.accumulate(np.where(new_group, total - counted, 0))
+        self.incarnation = np.zeros(self.n, np.int64)
+        self.incarnation[at] = total - counted - group_base
+        self.boundary = boundary
+        # Each (era, topic)'s last boundary row: a deleted topic's entities are judged against it.
+        marks = boundary[at]
+        keys, rows = key[order][marks], at[marks]
+        last = np.ones(len(rows), bool)
+        last[:-1] = keys[1:] != keys[:-1]
+        self.last_boundary = {(int(self.era[p]), int(self.topic[p])): p for p in rows[last].tolist()}
+
+    def _transitions(self, at: np.ndarray) -> None:
+        """Legality, continuity, and each entity's last transition of an era (stuck deletions, state left
+        behind by deleted topics)."""
+        entity = self.entity[at]
+        entity_values = self.entity_values
+        machine = np.full(len(entity_values) + 1, 2, np.int64)
+        for name, code in ((ENTITY_REPLICA, 0), (ENTITY_PARTITION, 1)):
+            if name in entity_values:
+                machine[entity_values.index(name)] = code
+        states = max([f for _, f, _ in LEGAL_TRANSITIONS] + [t for _, _, t in LEGAL_TRANSITIONS]) + 1
+        legal = np.zeros((3, states, states), bool)
+        for name, f, t in LEGAL_TRANSITIONS:
+            legal[0 if name == ENTITY_REPLICA else 1, f, t] = True
+        frm, to = self.from_state[at], self.to_state[at]
+        known = (frm != _NULL) & (to != _NULL)
+        inside = known & (frm >= 0) & (frm < states) & (to >= 0) & (to < states)
+        ok = np.zeros(len(at), bool)
+        ok[inside] = legal[machine[entity[inside]], frm[inside], to[inside]]
+        self.found.add(ILLEGAL_TRANSITION, at[known & ~ok])
+
+        replica = self.ints("replica")[at]
+        era, topic, partition = self.era[at], self.topic[at], self.partition[at]
+        # Continuity: per (era, entity, topic, partition, replica, controller epoch, incarnation), in order.
+        key = _key(era, entity, topic, partition, replica, self.epoch[at], self.incarnation[at])
+        order = _stable_order(key)
+        rows = at[order]
+        same = _same_as_previous(key[order])
+        prev = np.empty(len(rows), np.int64)
+        prev[1:] = rows[:-1]
+        prev_to = np.empty(len(rows), np.int64)
+        prev_to[1:] = self.to_state[rows[:-1]]
+        frm_sorted = self.from_state[rows]
+        broken = same & (frm_sorted != _NULL) & (prev_to != _NULL) & (frm_sorted != prev_to)
+        b = np.flatnonzero(broken)
+        before = dict(zip(rows[b].tolist(), prev[b].tolist()))
+        to_of, seq_of = self.value(self.to_state), self.value(self.seq)
+        self.found.add(DISCONTINUITY, rows[b], lambda p: to_of(before[p]), lambda p: seq_of(before[p]))
+
+        # Each (era, entity, topic, partition, replica)'s last transition.
+        key = _key(era, entity, topic, partition, replica)
+        order = _stable_order(key)
+        last = np.ones(len(order), bool)
+        last[:-1] = key[order][1:] != key[order][:-1]
+        ends = at[order[last]]
+        replica_code = entity_values.index(ENTITY_REPLICA) if ENTITY_REPLICA in entity_values else -1
+        stuck = ends[(self.entity[ends] == replica_code) & (self.to_state[ends] == REPLICA_DELETION_INELIGIBLE)]
+        self.found.add(DELETION_STUCK, stuck)
+        deleted, deleted_at = [], {}
+        completed = self._kind_code.get(TOPIC_DELETION_COMPLETED)
+        topic_null = len(self.topic_values) - 1 if self.topic_values and self.topic_values[-1] is None else -1
+        for p in ends.tolist():
+            t = int(self.topic[p])
+            if t == topic_null:
+                continue
+            boundary = self.last_boundary.get((int(self.era[p]), t))
+            if boundary is None or self.kind[boundary] != completed:
+                continue
+            name = entity_values[self.entity[p]] if self.entity[p] < len(entity_values) else None
+            gone = NON_EXISTENT.get(name)
+            to_state = self.to_state[p]
+            if gone is not None and to_state != _NULL and to_state != gone:
+                deleted.append(p)
+                deleted_at[p] = boundary
+        self.found.add(DELETED_TOPIC_HAS_STATE, np.array(deleted, np.int64), lambda p: seq_of(deleted_at[p]))
+
+    def _leaders(self, at: np.ndarray) -> None:
+        """Unclean elections, leader epochs, one leader per leader epoch, the leader in its ISR, the ISR
+        within the replicas, over partition_transition and leader_and_isr_updated rows."""
+        import pyarrow.compute as pc
+        unclean_col = self.table.column("unclean")
+        unclean_all = np.asarray(pc.fill_null(unclean_col, False), dtype=bool) if len(unclean_col) else np.zeros(0, bool)
+        unclean_known = np.asarray(unclean_col.is_valid(), dtype=bool) if unclean_col.null_count \
+            else np.ones(self.n, bool)
+        unclean = unclean_all[self.order][at]
+        self.found.add(UNCLEAN_ELECTION, at[unclean])
+        leader = self.ints("leader")[at]
+        epoch = self.ints("leader_epoch")[at]
+        era, topic, inc, partition = self.era[at], self.topic[at], self.incarnation[at], self.partition[at]
+
+        # Leader epochs never decrease per (era, topic, incarnation, partition).
+        has_epoch = epoch >= 0
+        e = np.flatnonzero(has_epoch)
+        key = _key(era[e], topic[e], inc[e], partition[e])
+        order = _stable_order(key)
+        highest, has = _running_max_before(key[order], epoch[e][order])
+        lower = has & (epoch[e][order] < highest)
+        w = np.flatnonzero(lower)
+        index = dict(zip(at[e][order][w].tolist(), highest[w].tolist()))
+        self.found.add(LEADER_EPOCH_DECREASED, at[e][order][w], lambda p: index[p])
+
+        # One leader per (era, topic, incarnation, partition, leader epoch): the first row's.
+        d = np.flatnonzero(has_epoch & (leader >= 0))
+        key = _key(era[d], topic[d], inc[d], partition[d], epoch[d])
+        order = _stable_order(key)
+        new_group = ~_same_as_previous(key[order])
+        first_at = np.maximum.accumulate(np.where(new_group, np.arange(len(order)), 0))
+        rows = at[d][order]
+        first_rows = rows[first_at]
+        other = leader[d][order] != leader[d][order][first_at]
+        w = np.flatnonzero(other)
+        firsts = dict(zip(rows[w].tolist(), first_rows[w].tolist()))
+        leader_of, seq_of = self.value(self.ints("leader")), self.value(self.seq)
+        self.found.add(DUPLICATE_LEADER, rows[w], lambda p: leader_of(firsts[p]), lambda p: seq_of(firsts[p]))
+
+        # The ISR: the leader in it, and no broker joining it from outside the replicas.
+        isr_valid, isr_offsets, isr_flat = _lists(self.table.column("isr"), self.n)
+        rep_valid, rep_offsets, rep_flat = _lists(self.table.column("replicas"), self.n)
+        original = self.order[at]
+        has_isr = isr_valid[original]
+        in_isr = _contains(isr_offsets, isr_flat, original, self.ints("leader")[at])
+        not_in = has_isr & (leader >= 0) & ~in_isr & ~(unclean & unclean_known[self.order][at])
+        self.found.add(LEADER_NOT_IN_ISR, at[not_in])
+
+        i = np.flatnonzero(has_isr)
+        key = _key(era[i], topic[i], inc[i], partition[i])
+        order = _stable_order(key)
+        same = _same_as_previous(key[order])
+        rows = original[i][order]                   # original row numbers, in key order
+        prev = np.full(len(rows), -1, np.int64)
+        prev[1:] = rows[:-1]
+        prev[~same] = -1
+        check = rep_valid[rows]
+        c = np.flatnonzero(check)
+        outside = _elements_outside(isr_offsets, isr_flat, rep_offsets, rep_flat, rows[c])
+        suspects = c[outside]
+        joined = []
+        previous_isr = {}
+        for k in suspects.tolist():
+            row, before = int(rows[k]), int(prev[k])
+            ids = isr_flat[isr_offsets[row]:isr_offsets[row + 1]].tolist()
+            reps = set(rep_flat[rep_offsets[row]:rep_offsets[row + 1]].tolist())
+            prior = set(isr_flat[isr_offsets[before]:isr_offsets[before + 1]].tolist()) if before >= 0 else set()
+            if any(x not in reps and x not in prior for x in ids):
+                joined.append(row)
+                previous_isr[row] = before
+        positions = _positions_of(self.order, np.array(joined, np.int64))
+        by_position = dict(zip(positions.tolist(), joined))
+        isr_col = self.table.column("isr")
+        self.found.add(ISR_NOT_IN_REPLICAS, positions,
+                       lambda p: None if previous_isr[by_position[p]] < 0
+                       else isr_col[previous_isr[by_position[p]]].as_py())
+
+    def _failures(self) -> None:
+        failed = np.flatnonzero(self.is_kind(TRANSITION_FAILED))
+        if not len(failed):
+            return
+        errors, error_values = _codes(self.table.column("error"))
+        for code, count in zip(*np.unique(errors[self.order[failed]], return_counts=True)):
+            self.failures[error_values[code]] += int(count)
+        partition = self.entity_values.index(ENTITY_PARTITION) if ENTITY_PARTITION in self.entity_values else -1
+        election = (self.entity[failed] == partition) & (self.to_state[failed] == ONLINE_PARTITION)
+        self.found.add(FAILED_ELECTION, failed[election])
+        self.found.add(REFUSED_TRANSITION, failed[~election])
+
+    # -- the report --
+    def report(self, limit: int | None) -> Report:
+        counts: Counter = Counter()
+        entries = []        # (position, kind, a, b) of every violation found
+        for kind, positions, a, b in self.found.parts:
+            original = self.order[positions]
+            pairs = self.run[original] * (len(self.source_values) + 1) + self.source[original]
+            for pair, count in zip(*np.unique(pairs, return_counts=True)):
+                run, source = divmod(int(pair), len(self.source_values) + 1)
+                counts[(kind, self.run_values[run], self.source_values[source])] += int(count)
+            entries.append((kind, positions, a, b))
+        listed = []
+        for category in (False, True):
+            chosen = [(kind, positions, a, b) for kind, positions, a, b in entries
+                      if (kind in ALL_FINDING_KINDS) == category]
+            if not chosen:
+                continue
+            positions = np.concatenate([p for _, p, _, _ in chosen])
+            which = np.concatenate([np.full(len(p), j) for j, (_, p, _, _) in enumerate(chosen)])
+            names = np.array([kind for kind, *_ in chosen])
+            pick = np.lexsort((names[which], positions))
+            if limit is not None:
+                pick = pick[:limit]
+            listed += [(chosen[which[j]], int(positions[j])) for j in pick.tolist()]
+        rows = self.table.take(self.order[[p for _, p in listed]]).to_pylist() if listed else []
+        found = []
+        for ((kind, _, a, b), position), row in zip(listed, rows):
+            found.append(violation(kind, AuditRow(**row), a(position) if a else None, b(position) if b else None))
+        rows_by_kind = {k: int(c) for k, c in zip(self.kind_values, self.kind_counts)}
+        rows_by_run = {r: int(c) for r, c in zip(self.run_values, self.run_counts)}
+        return build_report(found, counts, rows_by_kind, self.failures, len(rows_by_run), limit, rows_by_run)
+
+
+def _positions_of(order: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The sorted positions of original row numbers."""
+    if not len(rows):
+        return rows
+    where = np.empty(len(order), np.int64)
+    where[order] = np.arange(len(order))
+    return where[rows]
+
+
+def _row_of_elements(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For the lists of ``rows``: each element's index into the flat values, and the index (into ``rows``) of
+    its row."""
+    lengths = offsets[rows + 1] - offsets[rows]
+    owner = np.repeat(np.arange(len(rows)), lengths)
+    starts = np.repeat(offsets[rows] - np.cumsum(lengths) + lengths, lengths)
+    return starts + np.arange(len(owner)), owner
+
+
+def _contains(offsets: np.ndarray, flat: np.ndarray, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``: whether its list holds the row's value in ``values``."""
+    element, owner = _row_of_elements(offsets, rows)
+    hit = flat[element] == values[owner]
+    return np.bincount(owner[hit], minlength=len(rows)) > 0
+
+
+def _elements_outside(a_offsets, a_flat, b_offsets, b_flat, rows: np.ndarray) -> np.ndarray:
+    """Per row of ``rows``: whether its list in ``a`` holds an element that its list in ``b`` lacks (a null element
+    is a value of its own, as ``None`` is in a Python list)."""
+    element, owner = _row_of_elements(a_offsets, rows)
+    values = a_flat[element]
+    b_lengths = b_offsets[rows + 1] - b_offsets[rows]
+    width = int(b_lengths.max()) if len(rows) else 0
+    found = np.zeros(len(values), bool)
+    if width <= _WIDE_LISTS:
+        starts = b_offsets[rows][owner]
+        lengths = b_lengths[owner]
+        for k in range(width):
+            inside = k < lengths
+            found[inside] |= b_flat[starts[inside] + k] == values[inside]
+    else:
+        b_element, b_owner = _row_of_elements(b_offsets, rows)
+        pairs = b_owner.astype(np.int64) * (1 << 42) + (b_flat[b_element] - _PAD)
+        found = np.isin(owner.astype(np.int64) * (1 << 42) + (values - _PAD), pairs)
+    return np.bincount(owner[~found], minlength=len(rows)) > 0
