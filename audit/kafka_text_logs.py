@@ -40,7 +40,7 @@ from audit.kraft_metadata_dump import ERA_KRAFT_METADATA, MetadataDumpReader, is
 from audit.log_layouts import LineSplitter, chain, merge_by_time, rotation_order, rotation_sets
 
 __all__ = ["ERA_0_8", "ERA_1_0", "ERA_2_6", "ERA_KRAFT", "ERA_KRAFT_METADATA", "SAMPLE_SIZE", "KafkaLogError", "KafkaLogReader",
-           "KafkaLogReading", "LineCounts", "iter_text_lines", "open_kafka_log", "open_kafka_logs",
+           "KafkaLogReading", "LineCounts", "iter_text_blocks", "iter_text_lines", "open_kafka_log", "open_kafka_logs",
            "read_kafka_lines", "read_kafka_log", "read_kafka_logs", "rotation_order", "rotation_sets", "run_id_for"]
 _SNIFF_BYTES = 65536
 _SNIFF_LINES = 64   # lines looked at to tell a decoded metadata log (kafka-dump-log output) from a log
@@ -67,7 +67,9 @@ def open_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReader:
     The file is opened and checked here (KafkaLogError if it cannot be read as text).
     """
     path = os.fspath(path)
-    return KafkaLogReader(path, iter_text_lines(path), run_id=run_id or run_id_for(path))
+    splitter = LineSplitter()
+    return KafkaLogReader(path, None, run_id=run_id or run_id_for(path), splitter=splitter,
+                          items=splitter.split_blocks(iter_text_blocks(path), path))
 
 
 def open_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None = None) -> KafkaLogReader:
@@ -80,7 +82,7 @@ def open_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None 
     if not flat:
         raise ValueError("no file to read")
     splitter = LineSplitter()
-    files = [splitter.split(iter_text_lines(p), p) for p in flat]       # every file is checked here
+    files = [splitter.split_blocks(iter_text_blocks(p), p) for p in flat]       # every file is checked here
     streams, at = [], 0
     for g in groups:
         streams.append(itertools.chain.from_iterable(files[at:at + len(g)]))
@@ -97,13 +99,14 @@ def read_kafka_log(path, *, run_id: str | None = None) -> KafkaLogReading:
 
     KafkaLogError when no line of it is understood: it is not a Kafka log, or not in a layout known."""
     path = os.fspath(path)
-    head, lines = _peek(iter_text_lines(path))
+    head, blocks, _ = _peek_blocks(iter_text_blocks(path))
     run_id = run_id or run_id_for(path)
     if is_metadata_dump(head):
         dump = MetadataDumpReader(path, run_id=run_id)
-        dump.read(path, lines)
+        dump.read(path, _lines_of(blocks))
         return _understood(dump.reading())
-    reader = KafkaLogReader(path, lines, run_id=run_id)
+    splitter = LineSplitter()
+    reader = KafkaLogReader(path, None, run_id=run_id, items=splitter.split_blocks(blocks, path), splitter=splitter)
     return _understood(reader.reading(list(reader.rows())))
 
 
@@ -113,16 +116,14 @@ def read_kafka_logs(paths: Iterable, *, merge: bool = False, run_id: str | None 
     groups = [list(g) if isinstance(g, (list, tuple)) else [g] for g in paths]
     flat = [os.fspath(p) for g in groups for p in g]
     if flat:
-        peeked = [_peek(iter_text_lines(p)) for p in flat]
-        if all(is_metadata_dump(head) for head, _ in peeked):
+        peeked = [_peek_blocks(iter_text_blocks(p)) for p in flat]
+        if all(is_metadata_dump(head) for head, _, _ in peeked):
             dump = MetadataDumpReader(flat[-1], run_id=run_id or run_id_for(flat[-1]), sources=tuple(flat))
-            for p, (_, lines) in zip(flat, peeked):
-                dump.read(p, lines)
+            for p, (_, blocks, _) in zip(flat, peeked):
+                dump.read(p, _lines_of(blocks))
             return _understood(dump.reading())
-        for _, lines in peeked:
-            close = getattr(lines, "close", None)
-            if close is not None:
-                close()
+        for _, _, source in peeked:
+            source.close()
     reader = open_kafka_logs(groups, merge=merge, run_id=run_id)
     return _understood(reader.reading(list(reader.rows())))
 
@@ -144,6 +145,25 @@ def _peek(lines: Iterator[str]) -> tuple[list[str], Iterator[str]]:
     """The first lines of ``lines``, and all of them again."""
     head = list(itertools.islice(lines, _SNIFF_LINES))
     return head, itertools.chain(head, lines)
+
+
+def _peek_blocks(blocks: Iterator) -> tuple[list[str], Iterator, Iterator]:
+    """The first lines of a file read as blocks (see :func:`iter_text_blocks`), all its blocks again, and
+    the blocks' source (to close)."""
+    head: list[str] = []
+    seen = []
+    for block in blocks:
+        seen.append(block)
+        lines = block.split("\n", _SNIFF_LINES) if block.__class__ is str else block
+        head += lines[:_SNIFF_LINES - len(head)]
+        if len(head) >= _SNIFF_LINES:
+            break
+    return head, itertools.chain(seen, blocks), blocks
+
+
+def _lines_of(blocks: Iterable) -> Iterator[str]:
+    """The lines of blocks (see :func:`iter_text_blocks`)."""
+    return itertools.chain.from_iterable(b.split("\n") if b.__class__ is str else b for b in blocks)
 
 
 def _understood(reading: KafkaLogReading) -> KafkaLogReading:
@@ -196,6 +216,17 @@ def iter_text_lines(path) -> Iterator[str]:
 
     The file is opened and its start checked at once; lines are then read as they are asked for.
     """
+    return _lines_of(iter_text_blocks(path))
+
+
+def iter_text_blocks(path, block_bytes: int = 0) -> Iterator:
+    """The file's lines (as :func:`iter_text_lines`), a block of about ``block_bytes`` (a MiB) at a time:
+    a ``str`` of whole lines joined by ``\\n``, holding no ``\\r`` (LF, CRLF and CR-only line ends alike),
+    or, where that cannot be (a CR inside a line, a line that is not UTF-8), a list of lines. Read with
+    ``LineSplitter.split_blocks``, which cuts a block string into lines only where it must.
+
+    The file is opened and its start checked at once; blocks are then read as they are asked for.
+    """
     path = os.fspath(path)
     f = _open_binary(path)
     try:
@@ -211,7 +242,7 @@ def iter_text_lines(path) -> Iterator[str]:
         f.close()
         raise
     sep = b"\r" if b"\n" not in sniff and b"\r" in sniff else b"\n"   # CR alone: old Mac line ends
-    return itertools.chain.from_iterable(_decoded_blocks(path, f, sep))
+    return _decoded_blocks(path, f, sep, block_bytes or _BLOCK_BYTES)
 
 
 _READ_ERRORS = (OSError, EOFError, zlib.error)
@@ -226,14 +257,14 @@ def _read_error(exc: BaseException) -> str:
     return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
 
 
-def _decoded_blocks(path: str, f, sep: bytes) -> Iterator[list[str]]:
-    """The file's lines, a block (about a MiB) at a time: decoding and splitting a block at once is
-    several times faster than line by line."""
+def _decoded_blocks(path: str, f, sep: bytes, block_bytes: int) -> Iterator:
+    """The file's blocks (see :func:`iter_text_blocks`): decoding a block at once is several times faster
+    than line by line."""
     try:
         try:
             rest = b""
             while True:
-                chunk = f.read(_BLOCK_BYTES)
+                chunk = f.read(block_bytes)
                 if not chunk:
                     break
                 chunk = rest + chunk if rest else chunk
@@ -251,8 +282,9 @@ def _decoded_blocks(path: str, f, sep: bytes) -> Iterator[list[str]]:
         f.close()
 
 
-def _decode_block(block: bytes, sep: bytes) -> list[str]:
-    """The lines of a block without line ends; UTF-8, or Latin-1 for a line that is not."""
+def _decode_block(block: bytes, sep: bytes):
+    """The lines of a block without line ends, as a ``str`` of lines joined by ``\\n`` holding no ``\\r``
+    or else as a list; UTF-8, or Latin-1 for a line that is not (a list)."""
     try:
         text = block.decode("utf-8")
     except UnicodeDecodeError:
@@ -264,7 +296,11 @@ def _decode_block(block: bytes, sep: bytes) -> list[str]:
                 lines.append(raw.decode("latin-1").rstrip("\r\n"))
         return lines
     if sep == b"\r":
-        return text.split("\r")
+        return text.split("\r") if "\n" in text else text.replace("\r", "\n")
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    return text.split("\n")
+        if text[-1:] == "\r":                  # the CR of the CRLF the block was cut at
+            text = text.rstrip("\r")
+        if "\r" in text:
+            return text.split("\n")
+    return text

@@ -64,28 +64,41 @@ _KAFKA_FAST = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] (TRACE|DEB
 # several times cheaper than \d, which takes any Unicode digit): a line they do not fit goes the general
 # way, so each fast pattern has to give what the general way gives only for the lines it matches.
 _D = "[0-9]"
-_PREFIX = r"(?:\[([^\[\]]*)\][:,]? ?)?"
-_PREFIX_SEP = r"(\[([^\[\]]*)\][:,]? ?)?"         # with its separator, as a group of its own
 _FAST_LEVEL = "(INFO|DEBUG|TRACE|WARN|ERROR|WARNING|FATAL)"
-# Groups: ts, level, then (message, prefix, body, logger) with a logger, or (message, prefix, body) without.
-_KAFKA_FASTEST = re.compile(
-    rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
-    rf"(?:({_PREFIX}(.*)) \(([^\s()=]+)\)\s*|({_PREFIX}(.*)))$")
+
+
+def _fast_patterns(nl: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
+    """Kafka's and Strimzi's fast patterns: for one line (``nl`` empty), or (``nl`` ``\\n``, ``re.M``) to be
+    matched at the start of a line in a block of lines joined by ``\\n``; there no class takes a line end
+    and ``$`` is the line's end, so that on a line of a block each gives what it gives on the line alone."""
+    space = r"[^\S\n]" if nl else r"\s"
+    prefix = rf"(?:\[([^\[\]{nl}]*)\][:,]? ?)?"
+    prefix_sep = rf"(\[([^\[\]{nl}]*)\][:,]? ?)?"         # with its separator, as a group of its own
+    # Groups: ts, level, then (message, prefix, body, logger) with a logger, or (message, prefix, body) without.
+    kafka = re.compile(
+        rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
+        rf"(?:({prefix}(.*)) \(([^\s()=]+)\){space}*|({prefix}(.*)))$", flags)
+    # Strimzi's layout, "%d{ISO8601} %p %m (%c) [%t]", as _dated reads it when the dash layout does not fit
+    # (the negative lookahead is DATED's dash alternative), with split_logger's logger and _dated's thread.
+    # Groups: ts, level, prefix with its separator, prefix, logger, thread; the message starts at 25 +
+    # len(level) and is cut by the lengths of the groups after it (no group just before " (" lets the regex
+    # engine skip to the spaces when it looks for the logger from the end: measured faster here, not for
+    # Kafka's layout).
+    strimzi = re.compile(
+        rf"({_D}{{4}}-{_D}{_D}-{_D}{_D}[ T]{_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}}) {_FAST_LEVEL} "
+        rf"(?!{space}|(?:\[[^\]{nl}]*\]{space}+)?[A-Za-z_$][\w$.]*(?::(?:\d+|\?))?{space}+-{space})"
+        rf"{prefix_sep}.* \(([^ (={nl}]+)\) \[([^\[\]{nl}]*)\]$", flags)
+    return kafka, strimzi
+
+
+_KAFKA_FASTEST, _STRIMZI_FAST = _fast_patterns("")
+_KAFKA_FASTEST_BLOCK, _STRIMZI_FAST_BLOCK = _fast_patterns(r"\n", re.M)
 
 _TS_MATCH = re.compile(_TS).match
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
 # "%d %p %c:%L - %m" and kin (dash: "dmsg"), else "%d %p %m ..." (Strimzi's and kin: "msg"), in one match.
 DATED = re.compile(_TS + r"\s+(?:\[(?P<t1>[^\]\d][^\]]*)\]\s+)?" + _LEVEL + r"\s+(?:(?:\[(?P<t2>[^\]]*)\]\s+)?"
                    r"(?P<logger>[A-Za-z_$][\w$.]*)(?::(?:\d+|\?))?\s+-\s(?P<dmsg>.*)|(?P<msg>.*))$")
-# Strimzi's layout, "%d{ISO8601} %p %m (%c) [%t]", as _dated reads it when the dash layout does not fit
-# (the negative lookahead is DATED's dash alternative), with split_logger's logger and _dated's thread.
-# Groups: ts, level, prefix with its separator, prefix, logger, thread; the message starts at 25 + len(level)
-# and is cut by the lengths of the groups after it (no group just before " (" lets the regex engine skip
-# to the spaces when it looks for the logger from the end: measured faster here, not for Kafka's layout).
-_STRIMZI_FAST = re.compile(
-    rf"({_D}{{4}}-{_D}{_D}-{_D}{_D}[ T]{_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}}) {_FAST_LEVEL} "
-    r"(?!\s|(?:\[[^\]]*\]\s+)?[A-Za-z_$][\w$.]*(?::(?:\d+|\?))?\s+-\s)"
-    rf"{_PREFIX_SEP}.* \(([^ (=]+)\) \[([^\[\]]*)\]$")
 BITNAMI_SCRIPT = re.compile(r"(?P<name>[\w.-]+) (?P<ts>\d\d:\d\d:\d\d\.\d\d) " + _LEVEL + r"\s+==> ?(?P<msg>.*)$")
 ZOOKEEPER = re.compile(_TS + r" \[myid:[^\]]*\] - " + _LEVEL + r"\s+\[(?P<thread>[^\]]*?):(?P<cls>[\w$]+)@\d+\] - "
                        r"(?P<msg>.*)$")
@@ -338,6 +351,10 @@ class LineSplitter:
 
     def split(self, lines: Iterable[str], source: str) -> Iterator[tuple]:
         """Items of one file's lines; ``seq`` and ``line`` are the 1-based line number."""
+        return self._split(lines, source, 0, True)
+
+    def _split(self, lines: Iterable[str], source: str, no: int, whole: bool):
+        """Items of lines ``no + 1``...; ``whole``: they end the file. Returns the last line's number."""
         # The loop reads Kafka's own layout and indented continuation lines inline: they are nearly
         # every line of a Kafka log, and a call per line would halve the reading speed.
         kafka, dated, layouts, parse, streams = _kafka, _dated, self.layouts, self._parse, self._streams
@@ -348,7 +365,7 @@ class LineSplitter:
         stack_line = STACK_TRACE_LINE.match
         fast = strimzi = 0
         try:
-            for no, text in enumerate(lines, 1):
+            for no, text in enumerate(lines, no + 1):
                 last = text[-1:]
                 if last == "\n" or last == "\r":
                     text = text.rstrip("\r\n")
@@ -413,16 +430,150 @@ class LineSplitter:
                                *split_prefix(msg))
                         continue
                 yield from parse(no, text, source)
-            if self._partial:                         # a partial line never ended (a file cut mid-line)
-                partial, self._partial = self._partial, {}
-                for (stream, _), rest in partial.items():
-                    items = self._inner(no, rest, source, 0, stream, "cri+") if rest else None
-                    yield from items or [(UNKNOWN, no, source, no, rest, None, None, None, None, stream, None, None)]
+            if whole and self._partial:
+                yield from self._unended(no, source)
         finally:
             if fast:
                 layouts["kafka"] = layouts.get("kafka", 0) + fast
             if strimzi:
                 layouts["strimzi"] = layouts.get("strimzi", 0) + strimzi
+        return no
+
+    def split_blocks(self, blocks: Iterable, source: str) -> Iterator[tuple]:
+        """The items :meth:`split` gives for a file's lines, given a block of lines at a time: a ``str``, the
+        lines joined by ``\\n`` (none holding a ``\\r``), or a list of lines.
+
+        A block string is not cut into lines first: Kafka's and Strimzi's fast patterns are matched at each
+        line's start in the block, and only the lines they do not fit are cut out of it (a line string
+        fewer for nearly every line of a Kafka log). Everything else about a line is as in :meth:`split`."""
+        kafka, dated, layouts, streams = _kafka, _dated, self.layouts, self._streams
+        if self._fast_paths:
+            fastest_match, strimzi_match = _KAFKA_FASTEST_BLOCK.match, _STRIMZI_FAST_BLOCK.match
+        else:
+            fastest_match = strimzi_match = _no_match
+        stack_line, line_items = STACK_TRACE_LINE.match, self._line_items
+        no = fast = strimzi = 0
+        try:
+            for block in blocks:
+                if block.__class__ is not str:
+                    no = yield from self._split(block, source, no, False)
+                    continue
+                find = block.find
+                pos, end = 0, len(block)
+                while pos <= end:
+                    no += 1
+                    first = block[pos:pos + 1]
+                    if first == "[":
+                        if self._first is kafka:
+                            m = fastest_match(block, pos)
+                            if m is not None:
+                                if not fast:
+                                    streams.add(None)
+                                fast += 1
+                                ts, level, msg, prefix, body, logger, bare, prefix2, body2 = m.groups()
+                                if msg is None:
+                                    yield (LOG, no, source, no, bare, ts, level, None, None, None, prefix2, body2)
+                                else:
+                                    yield (LOG, no, source, no, msg, ts, level, logger, None, None, prefix, body)
+                                pos = m.end() + 1
+                                continue
+                    elif first == "\t" or first == " ":
+                        cut = find("\n", pos)
+                        if cut < 0:
+                            cut = end
+                        text = block[pos:cut]
+                        pos = cut + 1
+                        if not text.isspace():
+                            # No layout opens with blank space: a continuation, or a line not understood.
+                            if None in streams or stack_line(text):
+                                yield (CONT, no, source, no, text, None, None, None, None, None, None, None)
+                            else:
+                                yield (UNKNOWN, no, source, no, text, None, None, None, None, None, None, None)
+                            continue
+                        yield from line_items(no, text, source)
+                        continue
+                    elif self._first is dated and not self._prefix_first:
+                        m = strimzi_match(block, pos)
+                        if m is not None:
+                            if not strimzi:
+                                streams.add(None)
+                            strimzi += 1
+                            ts, level, full, prefix, logger, thread = m.groups()
+                            if ts[10] == "T":
+                                ts = f"{ts[:10]} {ts[11:]}"
+                            start = pos + 25 + len(level)
+                            cut = m.end()
+                            stop = cut - len(thread) - len(logger) - 6
+                            msg = block[start:stop]
+                            body = msg if full is None else block[start + len(full):stop]
+                            yield (LOG, no, source, no, msg, ts, level, logger, thread, None, prefix, body)
+                            pos = cut + 1
+                            continue
+                    cut = find("\n", pos)
+                    if cut < 0:
+                        cut = end
+                    text = block[pos:cut]
+                    pos = cut + 1
+                    yield from line_items(no, text, source)
+            if self._partial:
+                yield from self._unended(no, source)
+        finally:
+            if fast:
+                layouts["kafka"] = layouts.get("kafka", 0) + fast
+            if strimzi:
+                layouts["strimzi"] = layouts.get("strimzi", 0) + strimzi
+
+    def _line_items(self, no: int, text: str, source: str) -> list[tuple]:
+        """The items of one line as :meth:`_split` reads it, for the lines of a block string that the
+        fast patterns of :meth:`split_blocks` did not take (Kafka's fastest pattern left out: it did not fit)."""
+        first = text[:1]
+        if first == "[" and self._first is _kafka:
+            m = _KAFKA_FAST.match(text) if self._fast_paths else None
+            if m is not None:
+                self._streams.add(None)
+                self.layouts["kafka"] = self.layouts.get("kafka", 0) + 1
+                ts, level, msg, logger, bare = m.groups()
+                if msg is None:
+                    msg = bare
+                return [(LOG, no, source, no, msg, ts, level, logger, None, None, *split_prefix(msg))]
+        elif (first == "\t" or first == " ") and not text.isspace():
+            kind = CONT if None in self._streams or STACK_TRACE_LINE.match(text) else UNKNOWN
+            return [(kind, no, source, no, text, None, None, None, None, None, None, None)]
+        elif self._prefix_first:
+            items = self._prefixed(no, text, source, 0, None, "") if text else None
+            if items is not None:
+                return items
+        elif self._first is not _kafka and text:
+            if self._first is _dated and self._fast_paths:
+                m = _STRIMZI_FAST.match(text)
+                if m is not None:
+                    self._streams.add(None)
+                    self.layouts["strimzi"] = self.layouts.get("strimzi", 0) + 1
+                    ts, level, full, prefix, logger, thread = m.groups()
+                    if ts[10] == "T":
+                        ts = f"{ts[:10]} {ts[11:]}"
+                    start = 25 + len(level)
+                    end = len(text) - len(thread) - len(logger) - 6
+                    msg = text[start:end]
+                    body = msg if full is None else text[start + len(full):end]
+                    return [(LOG, no, source, no, msg, ts, level, logger, thread, None, prefix, body)]
+            parts = self._first(text)
+            if parts is not None:
+                self._streams.add(None)
+                name = parts[0]
+                self.layouts[name] = self.layouts.get(name, 0) + 1
+                msg = parts[5]
+                return [(LOG, no, source, no, msg, parts[1], parts[2], parts[3], parts[4], None, *split_prefix(msg))]
+        return self._parse(no, text, source)
+
+    def _unended(self, no: int, source: str) -> list[tuple]:
+        """The items of the CRI partial lines that never ended (a file cut mid-line)."""
+        partial, self._partial = self._partial, {}
+        out = []
+        for (stream, _), rest in partial.items():
+            items = self._inner(no, rest, source, 0, stream, "cri+") if rest else None
+            out += items or [(UNKNOWN, no, source, no, rest, None, None, None, None, stream, None, None)]
+        return out
 
     def _parse(self, no: int, text: str, source: str, depth: int = 0, stream=None, prefix: str = "",
                outer_ts: str | None = None) -> list[tuple]:
@@ -510,7 +661,7 @@ class LineSplitter:
         return items
 
 
-def _no_match(text: str) -> None:
+def _no_match(text: str, pos: int = 0) -> None:
     return None
 
 
