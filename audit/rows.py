@@ -67,9 +67,13 @@ SPARK_DDL = (
 )
 
 
-def arrow_schema():
-    """The Arrow schema of a batch of rows (imported lazily: the local engine needs no pyarrow)."""
+def arrow_schema(dictionary: bool = False):
+    """The Arrow schema of a batch of rows (imported lazily: the local engine needs no pyarrow). With
+    ``dictionary`` its string columns are dictionary-encoded (int32 codes), as the columnar engine reads them."""
     import pyarrow as pa
+    if dictionary:
+        text = pa.dictionary(pa.int32(), pa.string())
+        return pa.schema([pa.field(f.name, text) if f.type == pa.string() else f for f in arrow_schema()])
     return pa.schema([
         ("run_id", pa.string()), ("source", pa.string()), ("position", pa.int64()), ("seq", pa.int64()),
         ("kind", pa.string()), ("controller_id", pa.int32()), ("controller_epoch", pa.int32()),

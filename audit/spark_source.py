@@ -71,7 +71,7 @@ FORMAT = "kcontroller"
 # ---------------------------------------------------------------------------------------------
 
 def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: ReadStats | None = None,
-                  vectorised: bool = True) -> Iterator:
+                  vectorised: bool = True, dictionary: bool = False) -> Iterator:
     """The segment's rows as ``pyarrow.RecordBatch`` objects in ``arrow_schema()``.
 
     Up to ``chunk_records`` records are decoded at a time; their rows become one batch per
@@ -79,9 +79,11 @@ def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: Re
     order: sort by ``seq`` where it matters). ``stats`` (optional) is filled in as the
     in-process reader does (torn tails included). ``vectorised=False`` decodes row batches into
     record tuples (:mod:`audit.row_columns` is the default, with that path as its fallback).
+    ``dictionary``: string columns dictionary-encoded (``arrow_schema(dictionary=True)``), straight from the
+    columnar batches' dictionaries, without a string per row.
     """
     import pyarrow as pa
-    schema = arrow_schema()
+    schema = arrow_schema(dictionary)
     types = [f.type for f in schema]
     chunks = iter_segment_chunks(ref, chunk_records, stats, vectorised)
     while True:
@@ -140,6 +142,17 @@ def _arrow_column(column, n: int, type_, pa, mask=None):
     columns of columnar batches (numpy arrays, dictionaries, offset/value lists) without a
     Python object per row. ``mask``: True where the value is None."""
     kind = type(column)
+    if pa.types.is_dictionary(type_):
+        if kind is Const:
+            if column.value is None:
+                return pa.nulls(n, type_)
+            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([column.value], pa.string()))
+        if kind is Masked:
+            return _arrow_column(column.values, n, type_, pa, ~column.valid)
+        if kind is DictColumn:
+            return pa.DictionaryArray.from_arrays(pa.array(column.codes, pa.int32(), mask=mask),
+                                                  pa.array(column.dictionary, pa.string()))
+        return pa.array(column, type=type_, mask=mask)
     if kind is Const:
         if column.value is None:
             return pa.nulls(n, type_)

@@ -251,3 +251,11 @@ def test_columnar_engine_gives_the_local_report_on_random_rows(rows, limit):
 def test_columnar_engine_gives_the_local_report_on_mutated_runs(rows, limit):
     from audit import columnar_engine
     assert_same(local_audit(rows, limit=limit), columnar_engine.audit(table_of(rows), limit=limit), "columnar")
+
+
+def test_columnar_engine_reads_dictionary_encoded_strings(corpus):
+    from audit import columnar_engine
+    rows, table, expected, limited = corpus
+    encoded = table.cast(arrow_schema(dictionary=True))
+    assert_same(expected, columnar_engine.audit(encoded), "columnar (dictionaries)")
+    assert_same(limited, columnar_engine.audit(encoded, limit=40), "columnar (dictionaries)")
