@@ -74,7 +74,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -611,6 +611,89 @@ def _topic_level(kind: str, has_topic: bool = True):
 
 
 def _topics_created(ref, positions, recs):
+    """topic_created rows, one per partition: as arrays when every assignment is of its usual form (tuples of
+    ints), else record by record (which raises the RowError for a malformed one)."""
+    columns = _topics_created_columns(ref, positions, recs)
+    if columns is None:
+        return _topics_created_by_record(ref, positions, recs)
+    return columns
+
+
+_TUPLE_ONLY = frozenset((tuple,))
+_INT_ONLY = frozenset((int,))
+_PAIRS_ONLY = frozenset((2,))
+
+
+def _assignment_of(kind: int, assignment) -> tuple | None:
+    """(partitions, replica tuples) of an assignment of the usual form, partitions None for 0..n-1
+    (TopicCreated); None for any other form (the record-by-record path decides what it makes of it)."""
+    if type(assignment) is not tuple or not set(map(type, assignment)) <= _TUPLE_ONLY:
+        return None
+    if kind == R.TopicCreated.KIND:
+        return None, assignment
+    if not assignment:
+        return (), ()
+    if set(map(len, assignment)) != _PAIRS_ONLY:
+        return None
+    partitions, replicas = zip(*assignment)
+    if set(map(type, partitions)) != _INT_ONLY or set(map(type, replicas)) != _TUPLE_ONLY:
+        return None
+    return partitions, replicas
+
+
+def _topics_created_columns(ref, positions, recs) -> list | None:
+    """The columns of _topics_created_by_record from C-level passes over the assignments and numpy (no
+    Python code per partition); None when an assignment or a value is outside that form (not a tuple of
+    int tuples, or of (int, int tuple) pairs; an int beyond int64)."""
+    rows_per: list[int] = []
+    lists: list = []          # replica tuples, one per row (() for the row of an empty assignment)
+    partitions: list = []     # per record: partition numbers, or how many (0..n-1)
+    empty: list[int] = []     # the rows of empty assignments (partition -1, replicas None)
+    for r in recs:
+        found = _assignment_of(r[0], r[8])
+        if found is None:
+            return None
+        numbers, replicas = found
+        n = len(replicas)
+        if n == 0:
+            empty.append(len(lists))
+            rows_per.append(1)
+            lists.append(())
+            partitions.append((-1,))
+        else:
+            rows_per.append(n)
+            lists.extend(replicas)
+            partitions.append(n if numbers is None else numbers)
+    flat = list(chain.from_iterable(lists))
+    if flat and not set(map(type, flat)) <= _INT_ONLY:
+        return None
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(list(map(len, lists)), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    try:
+        values = np.array(flat, np.int64)
+        partition = np.concatenate([np.arange(p, dtype=np.int64) if type(p) is int else np.array(p, np.int64)
+                                    for p in partitions])
+        header = np.array([r[2:6] for r in recs], np.int64).reshape(len(recs), 4)
+        position = np.array(positions, np.int64)
+    except OverflowError:
+        return None
+    repeat = np.array(rows_per, np.int64)
+    seq, cids, epochs, times = (np.repeat(header[:, i], repeat) for i in range(4))
+    topics: dict = {}
+    codes = np.array([topics.setdefault(r[7], len(topics)) for r in recs], np.int32)
+    replicas = ListColumn(offsets.astype(np.int32), values)
+    if empty:
+        valid = np.ones(len(lists), bool)
+        valid[empty] = False
+        replicas = Masked(replicas, valid)
+    return [Const(ref.run_id), Const(ref.path), np.repeat(position, repeat), seq, Const(TOPIC_CREATED), cids,
+            np.where(cids == -1, -1, epochs), times, _NONE, DictColumn(tuple(topics), np.repeat(codes, repeat)),
+            partition, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, replicas, _NONE, _NONE]
+
+
+def _topics_created_by_record(ref, positions, recs):
     # One row per partition. TopicCreated: assignment[i] = replicas of partition i;
     # PartitionsAdded: assignment = ((partition, replicas), ...).
     pos_out, rec_out, partitions, replicas = [], [], [], []
