@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
+from operator import attrgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -68,6 +69,7 @@ UNKNOWN_LEADER_EPOCH = "UNKNOWN_LEADER_EPOCH"
 NO_FOLLOWERS = MappingProxyType({})
 NOTHING_DELAYED = ()
 NO_REPLICAS = MappingProxyType({})        # the replicas of a broker whose process is not running
+_ORDER = attrgetter("order")
 
 # Session states (follower side).
 IDLE, IN_FLIGHT, PARKED, BACKOFF, DELAYED = range(5)
@@ -98,7 +100,7 @@ class Replica:
 
     __slots__ = ("tp", "broker", "log", "leader", "leader_epoch", "isr", "partition_epoch", "replicas",
                  "follower_leo", "epoch_start", "pending_isr", "delayed", "offline", "log_dir", "min_isr",
-                 "fetching_from")
+                 "fetching_from", "order")
 
     def __init__(self, tp: tuple, broker: int, log: ReplicaLog, log_dir: str):
         self.tp = tp
@@ -117,6 +119,7 @@ class Replica:
         self.log_dir = log_dir
         self.min_isr = 1
         self.fetching_from = -1                  # follower: the leader whose session it is in
+        self.order = 0                           # when the process made it (Replication.made): dict order
 
     @property
     def is_leader(self) -> bool:
@@ -187,6 +190,9 @@ class ProduceRequest:
 class Replication:
     """The data plane of every broker of a :class:`sim.simulation.Simulation`."""
 
+    # become_many keeps new followers as pristine rows when it applies at least this many rows at once.
+    pristine_min_rows = 4096
+
     def __init__(self, sim):
         self.sim = sim
         cfg = sim.config
@@ -213,10 +219,19 @@ class Replication:
         # One object per distinct (topic, partition) key and per distinct ISR / replica tuple: millions of
         # replicas share a few thousand tuples (a cluster's replica sets repeat).
         self._interned: dict[tuple, tuple] = {}
+        # Pristine followers as rows: a replica a large LeaderAndIsr makes a follower, with no log on disk yet,
+        # is a row (leader, leader epoch, ISR, partition epoch, replicas, min ISR, log dir, order) until
+        # something touches it (records or a high watermark for it, a truncation, a fetch error, a new
+        # LeaderAndIsr, a StopReplica, a failed log directory): then _wake makes its Replica, as it would be
+        # had it been made at once. An empty log is then made on disk too (no log on disk reads as an empty one).
+        # Its first fetches read the row. tests/test_pristine_replicas.py holds this to the eager path.
+        self.pristine: dict[int, dict[tuple, tuple]] = {}       # broker -> tp -> row
+        self.made = 0                                            # replicas made so far (their order)
 
     # --- broker lifecycle -------------------------------------------------------------------------
     def broker_started(self, b: int) -> None:
         self.replicas[b] = {}
+        self.pristine[b] = {}
         self.disks.setdefault(b, {})
         self._schedule_isr_check(b)
 
@@ -226,6 +241,7 @@ class Replication:
         timer = self.isr_timers.pop(b, None)
         if timer is not None:
             timer.cancel()
+        self.pristine.pop(b, None)
         for rep in self.replicas.pop(b, {}).values():
             if rep.delayed:
                 for item in rep.delayed:
@@ -264,13 +280,46 @@ class Replication:
         reps = self.replicas[b]
         rep = reps.get(tp)
         if rep is None:
+            if tp in self.pristine[b]:
+                return self._wake(b, tp)
             disk = self.disks[b]
             log = disk.get(tp)
             if log is None:
                 log = disk[tp] = ReplicaLog()
             rep = reps[tp] = Replica(tp, b, log, self.sim.log_dir_of(b, tp))
+            rep.order = self.made = self.made + 1
             if self.sim.failed_dirs:
                 rep.offline = self.sim.log_dir_failed(b, rep.log_dir)
+        return rep
+
+    def _wake(self, b: int, tp: tuple) -> Replica:
+        """The Replica of pristine row ``tp`` of broker ``b``, made now as become_many would have made it."""
+        leader, leader_epoch, isr, partition_epoch, replicas, min_isr, log_dir, order = self.pristine[b].pop(tp)
+        disk = self.disks[b]
+        log = disk.get(tp)
+        if log is None:
+            log = disk[tp] = ReplicaLog()
+        rep = self.replicas[b][tp] = Replica(tp, b, log, log_dir)
+        rep.leader, rep.leader_epoch, rep.isr = leader, leader_epoch, isr
+        rep.partition_epoch, rep.replicas, rep.min_isr = partition_epoch, replicas, min_isr
+        rep.fetching_from, rep.order = leader, order
+        return rep
+
+    def wake_all(self, b: int) -> None:
+        """Every pristine row of broker ``b`` made a Replica (for what looks at all of a broker's replicas)."""
+        rows = self.pristine.get(b)
+        if rows:
+            for tp in list(rows):
+                self._wake(b, tp)
+
+    def replica_or_none(self, b: int, tp: tuple) -> Replica | None:
+        """Broker ``b``'s live replica of ``tp``, pristine or not (made if pristine); None if it has none."""
+        reps = self.replicas.get(b)
+        if reps is None:
+            return None
+        rep = reps.get(tp)
+        if rep is None and tp in self.pristine.get(b, NO_REPLICAS):
+            rep = self._wake(b, tp)
         return rep
 
     def become_leader_or_follower(self, b: int, p) -> str:
@@ -355,20 +404,42 @@ class Replication:
         following: dict = {}     # leader (or (leader, fetcher)) -> this broker's session with it
         watches: dict = {}       # (follower, fetcher) -> the watch of the follower's session with this broker
         led_tps: dict = {}       # follower -> led_with[b][follower]
+        pristine = self.pristine[b]
+        lazy = len(tps) >= self.pristine_min_rows
+        made = self.made
         for tp, leader, epoch, isr, partition_epoch, replicas, min_isr in zip(
                 tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs):
             rep = reps.get(tp)
+            if rep is None and pristine and tp in pristine:
+                rep = self._wake(b, tp)
             if rep is not None:
                 if became_leader:
                     sim.metrics.leaders_changed(b, became_leader)
                     became_leader = []
+                self.made = made
                 self._become(rep, leader, epoch, isr, partition_epoch, replicas)
+                made = self.made
                 continue
             # A replica the process does not have yet: it leads nothing and is in no session.
+            made += 1
             log = disk.get(tp)
             if log is None:
+                if lazy and leader != b and leader >= 0:
+                    pristine[tp] = (leader, epoch, isr, partition_epoch, replicas, min_isr,
+                                    log_dir if one_dir else sim.log_dir_of(b, tp), made)
+                    key = leader if single else (leader, fetcher_id(tp))
+                    s = following.get(key)
+                    if s is None:
+                        s = following[key] = self._session(b, leader, 0 if single else key[1])
+                    s.partitions[tp] = None
+                    s.dirty[tp] = None
+                    if s.state == IDLE or s.state == PARKED:
+                        self.made = made
+                        self._kick(s)
+                    continue
                 log = disk[tp] = ReplicaLog()
             rep = reps[tp] = Replica(tp, b, log, log_dir if one_dir else sim.log_dir_of(b, tp))
+            rep.order = made
             rep.leader, rep.leader_epoch, rep.isr = leader, epoch, isr
             rep.partition_epoch, rep.replicas, rep.min_isr = partition_epoch, replicas, min_isr
             if leader == b:
@@ -401,6 +472,7 @@ class Replication:
                     became_leader.append(rep)
                     sim.metrics.leaders_changed(b, became_leader)
                     became_leader = []
+                    self.made = made
                     self._maybe_advance_hw(rep)
                 else:
                     became_leader.append(rep)
@@ -413,7 +485,9 @@ class Replication:
                 s.dirty[tp] = None
                 rep.fetching_from = leader
                 if s.state == IDLE or s.state == PARKED:
+                    self.made = made
                     self._kick(s)
+        self.made = made
         if became_leader:
             sim.metrics.leaders_changed(b, became_leader)
 
@@ -491,7 +565,7 @@ class Replication:
         self._kick(s)
 
     def stop_replica(self, b: int, tp: tuple, delete: bool) -> None:
-        rep = self.replicas.get(b, {}).get(tp)
+        rep = self.replica_or_none(b, tp)
         if rep is not None:
             if rep.leader == b:
                 self._resign(rep)
@@ -502,7 +576,8 @@ class Replication:
 
     def log_dir_failed(self, b: int, log_dir: str) -> None:
         """The replicas in ``log_dir`` go offline at once: leaders stop, followers stop fetching."""
-        for rep in list(self.replicas.get(b, {}).values()):
+        self.wake_all(b)
+        for rep in sorted(self.replicas.get(b, {}).values(), key=_ORDER):      # the order they were made in
             if rep.log_dir == log_dir and not rep.offline:
                 if rep.leader == b:
                     self._resign(rep)
@@ -517,9 +592,13 @@ class Replication:
             for rep in self.replicas[b].values():
                 if topic == "" or rep.tp[0] == topic:
                     rep.min_isr = min(self.sim.min_isr(rep.tp[0]), len(rep.replicas))   # effectiveMinIsr
+        for rows in self.pristine.values():
+            for tp, row in rows.items():
+                if topic == "" or tp[0] == topic:
+                    rows[tp] = row[:5] + (min(self.sim.min_isr(tp[0]), len(row[4])),) + row[6:]
 
     def _leave_session(self, b: int, tp: tuple) -> None:
-        rep = self.replicas.get(b, {}).get(tp)
+        rep = self.replica_or_none(b, tp)
         if rep is None or rep.fetching_from < 0:
             return
         s = self.sessions.get((b, rep.fetching_from, self.fetcher_id(tp)))
@@ -580,6 +659,7 @@ class Replication:
         offsets = {}
         partitions = s.partitions
         # Each partition once, dirty ones first ({**a, **b}: the keys in first-seen order, made in C).
+        pristine = self.pristine.get(f)
         for tp in {**s.dirty, **s.watch} if s.watch else s.dirty:
             if tp in partitions:
                 rep = reps.get(tp)
@@ -587,6 +667,10 @@ class Replication:
                     log = rep.log
                     epochs = log.epochs     # ReplicaLog.latest_epoch, inlined: once per partition fetched
                     offsets[tp] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
+                elif pristine:
+                    row = pristine.get(tp)
+                    if row is not None:
+                        offsets[tp] = (0, -1, row[1])       # an empty log
         s.dirty.clear()
         s.state = IN_FLIGHT
         s.sent_ms = self.sim.loop.now
@@ -751,8 +835,11 @@ class Replication:
         reps = self.replicas.get(f)
         if reps is None or s.state != IN_FLIGHT or seq != s.seq:
             return
+        pristine = self.pristine.get(f)
         for tp, offset in truncations.items():
             rep = reps.get(tp)
+            if rep is None and pristine and tp in pristine and tp in s.partitions:
+                rep = self._wake(f, tp)
             if rep is not None and tp in s.partitions:
                 removed = rep.log.truncate_to(offset)
                 if removed:
@@ -761,6 +848,8 @@ class Replication:
                 s.dirty[tp] = None
         for tp, (start, upto, entries, hw, leader_epoch) in data.items():
             rep = reps.get(tp)
+            if rep is None and pristine and tp in pristine and tp in s.partitions:
+                rep = self._wake(f, tp)
             if rep is None or tp not in s.partitions or rep.leader_epoch != leader_epoch:
                 continue
             if rep.log.leo == start:
@@ -773,9 +862,16 @@ class Replication:
         if errors:
             for tp, (error, leader_epoch) in errors.items():
                 rep = reps.get(tp)
-                if rep is None or tp not in s.partitions:
+                if rep is None:
+                    row = pristine.get(tp) if pristine else None
+                    if row is None or tp not in s.partitions:
+                        continue
+                    epoch = row[1]
+                elif tp not in s.partitions:
                     continue
-                if error == FENCED_LEADER_EPOCH and rep.leader_epoch == leader_epoch:
+                else:
+                    epoch = rep.leader_epoch
+                if error == FENCED_LEADER_EPOCH and epoch == leader_epoch:
                     # AbstractFetcherThread.onPartitionFenced: the leader has a newer epoch; the partition
                     # stops fetching until a LeaderAndIsr brings the follower that epoch.
                     self._leave_session(f, tp)
