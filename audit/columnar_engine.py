@@ -86,13 +86,25 @@ def _codes(column) -> tuple[np.ndarray, list]:
 
 
 def _ints(column) -> np.ndarray:
-    """An integer column as int64, a null as ``_NULL``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """An integer column as int64, a null as ``_NULL`` (read from the chunks' buffers: no Arrow kernel per chunk)."""
+    values, valid = [], []
+    for chunk in column.chunks:
+        n, offset = len(chunk), chunk.offset
+        data = np.frombuffer(chunk.buffers()[1], dtype=chunk.type.to_pandas_dtype(), count=offset + n)[offset:] \
+            if n else np.zeros(0, np.int64)
+        values.append(data)
+        if chunk.null_count:
+            bits = np.frombuffer(chunk.buffers()[0], np.uint8)
+            valid.append(np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].view(bool))
+        else:
+            valid.append(None)
+    if not values:
+        return np.zeros(0, np.int64)
+    out = np.concatenate(values).astype(np.int64, copy=False)
     if column.null_count:
-        column = pc.fill_null(column.cast(pa.int64()), _NULL)
-    parts = [np.asarray(c, dtype=np.int64) for c in column.chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        mask = np.concatenate([v if v is not None else np.ones(len(x), bool) for v, x in zip(valid, values)])
+        out[~mask] = _NULL
+    return out
 
 
 def _ranks(values: list) -> np.ndarray:
@@ -106,13 +118,13 @@ def _ranks(values: list) -> np.ndarray:
 def _lists(column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A list column as (valid per row, offsets, flat values with null elements as ``_PAD``)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     valid = np.asarray(arr.is_valid(), dtype=bool) if arr.null_count else np.ones(n, bool)
     offsets = np.asarray(arr.offsets, dtype=np.int64)
     flat = arr.values.slice(offsets[0], offsets[-1] - offsets[0]) if n else arr.values
-    flat = np.asarray(pc.fill_null(flat.cast(pa.int64()), _PAD), dtype=np.int64) if len(flat) \
-        else np.zeros(0, np.int64)
+    flat = _ints(pa.chunked_array([flat], flat.type)) if len(flat) else np.zeros(0, np.int64)
+    if len(flat):
+        flat[flat == _NULL] = _PAD
     return valid, offsets - offsets[0], flat
 
 
@@ -178,9 +190,43 @@ def _running_max_before(sorted_key: np.ndarray, values: np.ndarray) -> tuple[np.
     return before & 0xFFFFFFFF, has
 
 
+class _Columns:
+    """The table's columns as numpy arrays in the table's row order, each made once, when first asked for."""
+
+    def __init__(self, table):
+        self.table = table
+        self.n = table.num_rows
+        self._cache: dict = {}
+
+    def codes(self, name: str) -> tuple[np.ndarray, list]:
+        if name not in self._cache:
+            self._cache[name] = _codes(self.table.column(name))
+        return self._cache[name]
+
+    def ints(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            self._cache[name] = _ints(self.table.column(name))
+        return self._cache[name]
+
+    def lists(self, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if name not in self._cache:
+            self._cache[name] = _lists(self.table.column(name), self.n)
+        return self._cache[name]
+
+    def flags(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """A boolean column: (true, known)."""
+        if name not in self._cache:
+            import pyarrow.compute as pc
+            column = self.table.column(name)
+            true = np.asarray(pc.fill_null(column, False), dtype=bool) if self.n else np.zeros(0, bool)
+            known = np.asarray(column.is_valid(), dtype=bool) if column.null_count else np.ones(self.n, bool)
+            self._cache[name] = (true, known)
+        return self._cache[name]
+
+
 class _Found:
-    """The violations found: per kind, the sorted positions of their rows and the values ``a`` and ``b``
-    (Python objects, made only for listed ones: callables from a position to the value)."""
+    """The violations found: per kind, the sorted positions of their rows (over all runs) and the values ``a``
+    and ``b`` (made only for listed ones: callables from such a position to the value)."""
 
     def __init__(self):
         self.parts: list[tuple[str, np.ndarray, object, object]] = []
@@ -191,34 +237,87 @@ class _Found:
 
 
 class _Audit:
+    """Every check over the whole table: the rows ordered once, then each run checked on its own (its arrays are
+    a slice of the order: small enough to stay in the processor's caches, and eras never span runs)."""
+
     def __init__(self, table):
         self.table = table
+        self.cols = cols = _Columns(table)
         self.n = n = table.num_rows
-        self.run, self.run_values = _codes(table.column("run_id"))
-        self.source, self.source_values = _codes(table.column("source"))
-        kind, self.kind_values = _codes(table.column("kind"))
-        seq, position = _ints(table.column("seq")), _ints(table.column("position"))
+        run, self.run_values = cols.codes("run_id")
+        source, self.source_values = cols.codes("source")
+        kind, self.kind_values = cols.codes("kind")
+        seq = cols.ints("seq")
         # The order of the rows: run (by its id), seq, source, position; nulls first; stable.
-        run_rank = _ranks(self.run_values)[self.run]
-        source_rank = _ranks(self.source_values)[self.source]
+        run_rank = _ranks(self.run_values)[run]
         order, ordered = _sort(_key(run_rank, seq))
-        ties = _same_as_previous(ordered)
-        if ties.any():
-            order = np.lexsort((position, source_rank, seq, run_rank))
+        if _same_as_previous(ordered).any():
+            source_rank = _ranks(self.source_values)[source]
+            order = np.lexsort((cols.ints("position"), source_rank, seq, run_rank))
+            ordered = _key(run_rank, seq)[order]
         self.order = order
-        self.kind = kind[order]
-        self.seq = seq[order]
-        self.run_sorted = run_rank[order]
-        self.run_start = ~_same_as_previous(self.run_sorted)
         self.kind_counts = np.bincount(kind, minlength=len(self.kind_values))
-        self.run_counts = np.bincount(self.run, minlength=len(self.run_values))
-        self._kind_code = {k: i for i, k in enumerate(self.kind_values)}
+        self.run_counts = np.bincount(run, minlength=len(self.run_values))
         self.found = _Found()
         self.failures: Counter = Counter()
-        if n:
-            self._check()
+        if not n:
+            return
+        sorted_runs = run_rank[order]
+        bounds = np.flatnonzero(~_same_as_previous(sorted_runs)).tolist() + [n]
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            _Run(self, lo, hi).check()
 
-    # -- helpers --
+    def report(self, limit: int | None) -> Report:
+        run, _ = self.cols.codes("run_id")
+        source, _ = self.cols.codes("source")
+        sources = len(self.source_values) + 1
+        counts: Counter = Counter()
+        for kind, positions, _, _ in self.found.parts:
+            original = self.order[positions]
+            for pair, count in zip(*np.unique(run[original] * sources + source[original], return_counts=True)):
+                r, s = divmod(int(pair), sources)
+                counts[(kind, self.run_values[r], self.source_values[s])] += int(count)
+        listed = []
+        for findings in (False, True):
+            chosen = [part for part in self.found.parts if (part[0] in ALL_FINDING_KINDS) == findings]
+            if not chosen:
+                continue
+            positions = np.concatenate([p for _, p, _, _ in chosen])
+            which = np.concatenate([np.full(len(p), j) for j, (_, p, _, _) in enumerate(chosen)])
+            names = np.array([kind for kind, *_ in chosen])
+            pick = np.lexsort((names[which], positions))       # report order: the row's, then the kind's
+            if limit is not None:
+                pick = pick[:limit]
+            listed += [(chosen[which[j]], int(positions[j])) for j in pick.tolist()]
+        rows = self.table.take(self.order[[p for _, p in listed]]).to_pylist() if listed else []
+        found = [violation(kind, AuditRow(**row), a(position) if a else None, b(position) if b else None)
+                 for ((kind, _, a, b), position), row in zip(listed, rows)]
+        rows_by_kind = {k: int(c) for k, c in zip(self.kind_values, self.kind_counts)}
+        rows_by_run = {r: int(c) for r, c in zip(self.run_values, self.run_counts)}
+        return build_report(found, counts, rows_by_kind, self.failures, len(rows_by_run), limit, rows_by_run)
+
+
+class _Run:
+    """The checks of one run: its rows are positions ``lo``..``hi`` of the audit's order."""
+
+    def __init__(self, audit: _Audit, lo: int, hi: int):
+        self.audit = audit
+        self.cols = audit.cols
+        self.lo = lo
+        self.rows = audit.order[lo:hi]          # the run's rows (table row numbers), in order
+        self.n = hi - lo
+        kind, self.kind_values = self.cols.codes("kind")
+        self.kind = kind[self.rows]
+        self._kind_code = {k: i for i, k in enumerate(self.kind_values)}
+        self.seq = self.ints("seq")
+
+    def ints(self, name: str) -> np.ndarray:
+        return self.cols.ints(name)[self.rows]
+
+    def codes(self, name: str) -> tuple[np.ndarray, list]:
+        codes, values = self.cols.codes(name)
+        return codes[self.rows], values
+
     def is_kind(self, *kinds: str) -> np.ndarray:
         codes = [self._kind_code[k] for k in kinds if k in self._kind_code]
         if not codes:
@@ -227,23 +326,21 @@ class _Audit:
             return self.kind == codes[0]
         return np.isin(self.kind, codes)
 
-    def ints(self, name: str) -> np.ndarray:
-        return _ints(self.table.column(name))[self.order]
-
     def value(self, array: np.ndarray):
-        """A position's value of a sorted int column, as the local engine holds it (``None`` for a null)."""
+        """A run position's value of a run's int column, as the local engine holds it (``None`` for a null)."""
         return lambda p: None if array[p] == _NULL else int(array[p])
 
-    # -- the checks --
-    def _check(self) -> None:
+    def add(self, kind: str, positions: np.ndarray, a=None, b=None) -> None:
+        """Found at these run positions; ``a`` and ``b`` take a run position."""
+        lo = self.lo
+        self.audit.found.add(kind, np.asarray(positions, np.int64) + lo,
+                             (lambda p: a(p - lo)) if a else None, (lambda p: b(p - lo)) if b else None)
+
+    def check(self) -> None:
         self.epoch = self.ints("controller_epoch")
         self._controller_epochs()
-        entity, entity_values = _codes(self.table.column("entity"))
-        self.entity = entity[self.order]
-        self.entity_values = entity_values
-        topic, topic_values = _codes(self.table.column("topic"))
-        self.topic = topic[self.order]
-        self.topic_values = topic_values
+        self.entity, self.entity_values = self.codes("entity")
+        self.topic, self.topic_values = self.codes("topic")
         self.partition = self.ints("partition")
         self.from_state = self.ints("from_state")
         self.to_state = self.ints("to_state")
@@ -256,46 +353,51 @@ class _Audit:
 
     def _controller_epochs(self) -> None:
         """Resets (which cut the run into eras), decreases and zombie writes, over the rows that carry a
-        controller epoch (>= 0) in order."""
-        epoch_rows = self.is_kind(*EPOCH_KINDS) & (self.epoch >= 0)
-        at = np.flatnonzero(epoch_rows)
-        m = len(at)
-        ep = self.epoch[at]
-        run = self.run_sorted[at]
-        elected = self.kind[at] == self._kind_code.get(CONTROLLER_ELECTED, -1)
-        first = np.ones(m, bool)
-        first[1:] = run[1:] != run[:-1]
-        runs_with_elections = np.zeros(len(self.run_values), bool)
-        runs_with_elections[run[elected]] = True
-        prev_epoch = np.empty(m, np.int64)
+        controller epoch (>= 0), in order. Worked out per stretch of rows with one epoch (an election is a
+        stretch of its own): within a stretch, only its first row can be a reset, and the others are lower
+        than the era's highest epoch exactly when the first is."""
+        at = np.flatnonzero(self.is_kind(*EPOCH_KINDS) & (self.epoch >= 0))
+        if not len(at):
+            self.era = np.zeros(self.n, np.int64)
+            return
+        ep_rows = self.epoch[at]
+        elected_rows = self.kind[at] == self._kind_code.get(CONTROLLER_ELECTED, -1)
+        starts = np.ones(len(at), bool)
+        starts[1:] = (ep_rows[1:] != ep_rows[:-1]) | elected_rows[1:] | elected_rows[:-1]
+        heads = np.flatnonzero(starts)
+        lengths = np.diff(np.append(heads, len(at)))
+        ep, elected = ep_rows[heads], elected_rows[heads]
+        m = len(heads)
+        has_prev = np.arange(m) > 0
+        prev_epoch = np.zeros(m, np.int64)
         prev_epoch[1:] = ep[:-1]
-        has_prev = ~first
         last_elected = np.maximum.accumulate(np.where(elected, np.arange(m), -1))
         prev_el_at = np.full(m, -1, np.int64)
         prev_el_at[1:] = last_elected[:-1]
         has_prev_el = prev_el_at >= 0
-        has_prev_el[has_prev_el] = run[prev_el_at[has_prev_el]] == run[has_prev_el]
         prev_elected = np.where(has_prev_el, ep[np.maximum(prev_el_at, 0)], 0)
-        reset = (ep == FIRST_CONTROLLER_EPOCH) & np.where(
-            elected, has_prev_el & (prev_elected > FIRST_CONTROLLER_EPOCH),
-            ~runs_with_elections[run] & has_prev & (prev_epoch > FIRST_CONTROLLER_EPOCH))
-        run_max, has_run_max = _running_max_before(run, ep)
-        era = np.cumsum(first | reset)
+        first = FIRST_CONTROLLER_EPOCH
+        reset = (ep == first) & np.where(elected, has_prev_el & (prev_elected > first),
+                                         (not elected.any()) & has_prev & (prev_epoch > first))
+        zeros = np.zeros(m, np.int64)
+        run_max, has_run_max = _running_max_before(zeros, ep)
+        era = np.cumsum(reset)
         era_max, has_era_max = _running_max_before(era, ep)
         lower = ~reset & has_era_max & (ep < era_max)
         before = np.where(elected, prev_elected, prev_epoch)
         r = np.flatnonzero(reset)
-        reset_at = dict(zip(at[r].tolist(), r.tolist()))
-        self.found.add(CONTROLLER_EPOCH_RESET, at[r], lambda p: int(before[reset_at[p]]),
-                       lambda p: int(run_max[reset_at[p]]) if has_run_max[reset_at[p]] else None)
+        reset_at = dict(zip(at[heads[r]].tolist(), r.tolist()))
+        self.add(CONTROLLER_EPOCH_RESET, at[heads[r]], lambda p: int(before[reset_at[p]]),
+                 lambda p: int(run_max[reset_at[p]]) if has_run_max[reset_at[p]] else None)
+        stretch = np.repeat(np.arange(m), lengths)               # each epoch row's stretch
         for kind, which in ((CONTROLLER_EPOCH_DECREASED, lower & elected), (ZOMBIE_WRITE, lower & ~elected)):
-            w = np.flatnonzero(which)
-            index = dict(zip(at[w].tolist(), w.tolist()))
-            self.found.add(kind, at[w], lambda p, index=index: int(era_max[index[p]]))
+            rows = np.flatnonzero(which[stretch])
+            self.add(kind, at[rows], lambda p, index=dict(zip(at[rows].tolist(), stretch[rows].tolist())):
+                     int(era_max[index[p]]))
         # Every row's era: the run's resets up to and including it (a reset row opens the new era).
-        starts = self.run_start.copy()
-        starts[at[reset]] = True
-        self.era = np.cumsum(starts)
+        marks = np.zeros(self.n, np.int64)
+        marks[at[heads[r]]] = 1
+        self.era = np.cumsum(marks)
 
     def _incarnations(self, needed: np.ndarray) -> None:
         """Per row: its topic's count of topic_created / topic_deletion_completed rows earlier in its era."""
@@ -337,7 +439,7 @@ class _Audit:
         inside = known & (frm >= 0) & (frm < states) & (to >= 0) & (to < states)
         ok = np.zeros(len(at), bool)
         ok[inside] = legal[machine[entity[inside]], frm[inside], to[inside]]
-        self.found.add(ILLEGAL_TRANSITION, at[known & ~ok])
+        self.add(ILLEGAL_TRANSITION, at[known & ~ok])
 
         replica = self.ints("replica")[at]
         era, topic, partition = self.era[at], self.topic[at], self.partition[at]
@@ -356,13 +458,13 @@ class _Audit:
         b = np.flatnonzero(broken)
         before = dict(zip(rows[b].tolist(), prev[b].tolist()))
         to_of, seq_of = self.value(self.to_state), self.value(self.seq)
-        self.found.add(DISCONTINUITY, rows[b], lambda p: to_of(before[p]), lambda p: seq_of(before[p]))
+        self.add(DISCONTINUITY, rows[b], lambda p: to_of(before[p]), lambda p: seq_of(before[p]))
 
         starts = np.flatnonzero(~_same_as_previous(entity_key[order]))
         ends = np.maximum.reduceat(rows, starts) if len(rows) else rows
         replica_code = entity_values.index(ENTITY_REPLICA) if ENTITY_REPLICA in entity_values else -1
         stuck = ends[(self.entity[ends] == replica_code) & (self.to_state[ends] == REPLICA_DELETION_INELIGIBLE)]
-        self.found.add(DELETION_STUCK, stuck)
+        self.add(DELETION_STUCK, stuck)
         # A deleted topic's entities end NonExistent: the end of each entity whose topic's last boundary row
         # of the era is a topic_deletion_completed.
         topics = len(self.topic_values) + 1
@@ -381,18 +483,15 @@ class _Audit:
         left = (has & (self.kind[boundary] == completed) & (self.topic[ends] != topic_null)
                 & (gone[self.entity[ends]] != _NULL) & (to_state != _NULL) & (to_state != gone[self.entity[ends]]))
         deleted_at = dict(zip(ends[left].tolist(), boundary[left].tolist()))
-        self.found.add(DELETED_TOPIC_HAS_STATE, ends[left], lambda p: seq_of(deleted_at[p]))
+        self.add(DELETED_TOPIC_HAS_STATE, ends[left], lambda p: seq_of(deleted_at[p]))
 
     def _leaders(self, at: np.ndarray) -> None:
         """Unclean elections, leader epochs, one leader per leader epoch, the leader in its ISR, the ISR
         within the replicas, over partition_transition and leader_and_isr_updated rows."""
-        import pyarrow.compute as pc
-        unclean_col = self.table.column("unclean")
-        unclean_all = np.asarray(pc.fill_null(unclean_col, False), dtype=bool) if len(unclean_col) else np.zeros(0, bool)
-        unclean_known = np.asarray(unclean_col.is_valid(), dtype=bool) if unclean_col.null_count \
-            else np.ones(self.n, bool)
-        unclean = unclean_all[self.order][at]
-        self.found.add(UNCLEAN_ELECTION, at[unclean])
+        true, known = self.cols.flags("unclean")
+        unclean = true[self.rows[at]]
+        unclean_known = known[self.rows[at]]
+        self.add(UNCLEAN_ELECTION, at[unclean])
         leader = self.ints("leader")[at]
         epoch = self.ints("leader_epoch")[at]
         era, topic, inc, partition = self.era[at], self.topic[at], self.incarnation[at], self.partition[at]
@@ -405,7 +504,7 @@ class _Audit:
         lower = has & (epoch[e][order] < highest)
         w = np.flatnonzero(lower)
         index = dict(zip(at[e][order][w].tolist(), highest[w].tolist()))
-        self.found.add(LEADER_EPOCH_DECREASED, at[e][order][w], lambda p: index[p])
+        self.add(LEADER_EPOCH_DECREASED, at[e][order][w], lambda p: index[p])
 
         # One leader per (era, topic, incarnation, partition, leader epoch): the first row's.
         d = np.flatnonzero(has_epoch & (leader >= 0))
@@ -418,97 +517,51 @@ class _Audit:
         w = np.flatnonzero(other)
         firsts = dict(zip(rows[w].tolist(), first_rows[w].tolist()))
         leader_of, seq_of = self.value(self.ints("leader")), self.value(self.seq)
-        self.found.add(DUPLICATE_LEADER, rows[w], lambda p: leader_of(firsts[p]), lambda p: seq_of(firsts[p]))
+        self.add(DUPLICATE_LEADER, rows[w], lambda p: leader_of(firsts[p]), lambda p: seq_of(firsts[p]))
 
         # The ISR: the leader in it, and no broker joining it from outside the replicas.
-        isr_valid, isr_offsets, isr_flat = _lists(self.table.column("isr"), self.n)
-        rep_valid, rep_offsets, rep_flat = _lists(self.table.column("replicas"), self.n)
-        original = self.order[at]
+        isr_valid, isr_offsets, isr_flat = self.cols.lists("isr")
+        rep_valid, rep_offsets, rep_flat = self.cols.lists("replicas")
+        original = self.rows[at]
         has_isr = isr_valid[original]
         in_isr = _contains(isr_offsets, isr_flat, original, self.ints("leader")[at])
-        not_in = has_isr & (leader >= 0) & ~in_isr & ~(unclean & unclean_known[self.order][at])
-        self.found.add(LEADER_NOT_IN_ISR, at[not_in])
+        not_in = has_isr & (leader >= 0) & ~in_isr & ~(unclean & unclean_known)
+        self.add(LEADER_NOT_IN_ISR, at[not_in])
 
         i = np.flatnonzero(has_isr)
         order, key = _sort(_key(era[i], topic[i], inc[i], partition[i]))
         same = _same_as_previous(key)
-        rows = original[i][order]                   # original row numbers, in key order
+        rows = original[i][order]                   # table row numbers, in key order
+        positions = at[i][order]                    # the same rows' run positions
         prev = np.full(len(rows), -1, np.int64)
         prev[1:] = rows[:-1]
         prev[~same] = -1
-        check = rep_valid[rows]
-        c = np.flatnonzero(check)
-        outside = _elements_outside(isr_offsets, isr_flat, rep_offsets, rep_flat, rows[c])
-        suspects = c[outside]
-        joined = []
-        previous_isr = {}
+        c = np.flatnonzero(rep_valid[rows])
+        suspects = c[_elements_outside(isr_offsets, isr_flat, rep_offsets, rep_flat, rows[c])]
+        joined, previous_isr = [], {}
         for k in suspects.tolist():
             row, before = int(rows[k]), int(prev[k])
             ids = isr_flat[isr_offsets[row]:isr_offsets[row + 1]].tolist()
             reps = set(rep_flat[rep_offsets[row]:rep_offsets[row + 1]].tolist())
             prior = set(isr_flat[isr_offsets[before]:isr_offsets[before + 1]].tolist()) if before >= 0 else set()
             if any(x not in reps and x not in prior for x in ids):
-                joined.append(row)
-                previous_isr[row] = before
-        positions = _positions_of(self.order, np.array(joined, np.int64))
-        by_position = dict(zip(positions.tolist(), joined))
-        isr_col = self.table.column("isr")
-        self.found.add(ISR_NOT_IN_REPLICAS, positions,
-                       lambda p: None if previous_isr[by_position[p]] < 0
-                       else isr_col[previous_isr[by_position[p]]].as_py())
+                joined.append(int(positions[k]))
+                previous_isr[int(positions[k])] = before
+        isr_col = self.cols.table.column("isr")
+        self.add(ISR_NOT_IN_REPLICAS, np.array(sorted(joined), np.int64),
+                 lambda p: None if previous_isr[p] < 0 else isr_col[previous_isr[p]].as_py())
 
     def _failures(self) -> None:
         failed = np.flatnonzero(self.is_kind(TRANSITION_FAILED))
         if not len(failed):
             return
-        errors, error_values = _codes(self.table.column("error"))
-        for code, count in zip(*np.unique(errors[self.order[failed]], return_counts=True)):
-            self.failures[error_values[code]] += int(count)
+        errors, error_values = self.cols.codes("error")
+        for code, count in zip(*np.unique(errors[self.rows[failed]], return_counts=True)):
+            self.audit.failures[error_values[code]] += int(count)
         partition = self.entity_values.index(ENTITY_PARTITION) if ENTITY_PARTITION in self.entity_values else -1
         election = (self.entity[failed] == partition) & (self.to_state[failed] == ONLINE_PARTITION)
-        self.found.add(FAILED_ELECTION, failed[election])
-        self.found.add(REFUSED_TRANSITION, failed[~election])
-
-    # -- the report --
-    def report(self, limit: int | None) -> Report:
-        counts: Counter = Counter()
-        entries = []        # (position, kind, a, b) of every violation found
-        for kind, positions, a, b in self.found.parts:
-            original = self.order[positions]
-            pairs = self.run[original] * (len(self.source_values) + 1) + self.source[original]
-            for pair, count in zip(*np.unique(pairs, return_counts=True)):
-                run, source = divmod(int(pair), len(self.source_values) + 1)
-                counts[(kind, self.run_values[run], self.source_values[source])] += int(count)
-            entries.append((kind, positions, a, b))
-        listed = []
-        for category in (False, True):
-            chosen = [(kind, positions, a, b) for kind, positions, a, b in entries
-                      if (kind in ALL_FINDING_KINDS) == category]
-            if not chosen:
-                continue
-            positions = np.concatenate([p for _, p, _, _ in chosen])
-            which = np.concatenate([np.full(len(p), j) for j, (_, p, _, _) in enumerate(chosen)])
-            names = np.array([kind for kind, *_ in chosen])
-            pick = np.lexsort((names[which], positions))
-            if limit is not None:
-                pick = pick[:limit]
-            listed += [(chosen[which[j]], int(positions[j])) for j in pick.tolist()]
-        rows = self.table.take(self.order[[p for _, p in listed]]).to_pylist() if listed else []
-        found = []
-        for ((kind, _, a, b), position), row in zip(listed, rows):
-            found.append(violation(kind, AuditRow(**row), a(position) if a else None, b(position) if b else None))
-        rows_by_kind = {k: int(c) for k, c in zip(self.kind_values, self.kind_counts)}
-        rows_by_run = {r: int(c) for r, c in zip(self.run_values, self.run_counts)}
-        return build_report(found, counts, rows_by_kind, self.failures, len(rows_by_run), limit, rows_by_run)
-
-
-def _positions_of(order: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The sorted positions of original row numbers."""
-    if not len(rows):
-        return rows
-    where = np.empty(len(order), np.int64)
-    where[order] = np.arange(len(order))
-    return where[rows]
+        self.add(FAILED_ELECTION, failed[election])
+        self.add(REFUSED_TRANSITION, failed[~election])
 
 
 def _row_of_elements(offsets: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
