@@ -646,9 +646,10 @@ def _topics_created_columns(ref, positions, recs) -> list | None:
     Python code per partition); None when an assignment or a value is outside that form (not a tuple of
     int tuples, or of (int, int tuple) pairs; an int beyond int64)."""
     rows_per: list[int] = []
-    lists: list = []          # replica tuples, one per row (() for the row of an empty assignment)
+    replica_sets: list = []   # per record: its replica tuples (((),) for the row of an empty assignment)
     partitions: list = []     # per record: partition numbers, or how many (0..n-1)
     empty: list[int] = []     # the rows of empty assignments (partition -1, replicas None)
+    rows = 0
     for r in recs:
         found = _assignment_of(r[0], r[8])
         if found is None:
@@ -656,23 +657,17 @@ def _topics_created_columns(ref, positions, recs) -> list | None:
         numbers, replicas = found
         n = len(replicas)
         if n == 0:
-            empty.append(len(lists))
-            rows_per.append(1)
-            lists.append(())
-            partitions.append((-1,))
-        else:
-            rows_per.append(n)
-            lists.extend(replicas)
-            partitions.append(n if numbers is None else numbers)
-    flat = list(chain.from_iterable(lists))
-    if flat and not set(map(type, flat)) <= _INT_ONLY:
-        return None
-    offsets = np.zeros(len(lists) + 1, np.int64)
-    np.cumsum(list(map(len, lists)), out=offsets[1:])
-    if offsets[-1] >= 2**31:
+            empty.append(rows)
+            n, numbers, replicas = 1, (-1,), ((),)
+        rows_per.append(n)
+        replica_sets.append(replicas)
+        partitions.append(n if numbers is None else numbers)
+        rows += n
+    lists = replica_sets[0] if len(replica_sets) == 1 else tuple(chain.from_iterable(replica_sets))
+    replicas = _small_int_lists(lists) or _int_lists(lists)
+    if replicas is None:
         return None
     try:
-        values = np.array(flat, np.int64)
         partition = np.concatenate([np.arange(p, dtype=np.int64) if type(p) is int else np.array(p, np.int64)
                                     for p in partitions])
         header = np.array([r[2:6] for r in recs], np.int64).reshape(len(recs), 4)
@@ -683,14 +678,59 @@ def _topics_created_columns(ref, positions, recs) -> list | None:
     seq, cids, epochs, times = (np.repeat(header[:, i], repeat) for i in range(4))
     topics: dict = {}
     codes = np.array([topics.setdefault(r[7], len(topics)) for r in recs], np.int32)
-    replicas = ListColumn(offsets.astype(np.int32), values)
     if empty:
-        valid = np.ones(len(lists), bool)
+        valid = np.ones(rows, bool)
         valid[empty] = False
         replicas = Masked(replicas, valid)
     return [Const(ref.run_id), Const(ref.path), np.repeat(position, repeat), seq, Const(TOPIC_CREATED), cids,
             np.where(cids == -1, -1, epochs), times, _NONE, DictColumn(tuple(topics), np.repeat(codes, repeat)),
             partition, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, replicas, _NONE, _NONE]
+
+
+_packb = msgpack.Packer(use_bin_type=True, autoreset=True).pack
+
+
+def _small_int_lists(lists: tuple) -> ListColumn | None:
+    """``lists`` (a tuple of tuples) as a ListColumn when every inner tuple has at most 15 values, each
+    in -32..127: their msgpack form (packed in C) is then one byte per array header (0x90 | length)
+    and per value, read with numpy. None otherwise (anything else, of any type, packs differently)."""
+    n = len(lists)
+    if n == 0:
+        return None
+    try:
+        data = np.frombuffer(_packb(lists), np.uint8)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    body = data[1 if n <= 0x0f else 3 if n <= 0xffff else 5:]
+    head = (body & 0xf0) == 0x90
+    if not (head | (body < 0x80) | (body >= 0xe0)).all():
+        return None
+    heads = np.flatnonzero(head)
+    if len(heads) != n or heads[0] != 0:
+        return None
+    counts = (body[heads] & 0x0f).astype(np.int64)
+    # each header followed by exactly its count of values: the bytes are n arrays of ints and nothing else
+    if not np.array_equal(np.diff(heads, append=len(body)) - 1, counts):
+        return None
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return ListColumn(offsets, body[~head].view(np.int8).astype(np.int64))
+
+
+def _int_lists(lists: tuple) -> ListColumn | None:
+    """``lists`` (a tuple of tuples) as a ListColumn when every value is an int within int64; else None."""
+    flat = list(chain.from_iterable(lists))
+    if flat and not set(map(type, flat)) <= _INT_ONLY:
+        return None
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(list(map(len, lists)), out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    try:
+        values = np.array(flat, np.int64)
+    except OverflowError:
+        return None
+    return ListColumn(offsets.astype(np.int32), values)
 
 
 def _topics_created_by_record(ref, positions, recs):

@@ -1,0 +1,124 @@
+"""topic_created rows built as arrays (audit.log_rows._topics_created: C-level passes over the assignments,
+numpy) against the record-by-record path it falls back to: the same rows, the same Arrow columns, the same
+RowError, for random TopicCreated / PartitionsAdded records as the reader decodes them (plain tuples), with
+empty, wide and malformed assignments."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audit.log_rows import (
+    Const, RowError, SegmentRef, _small_int_lists, _topics_created, _topics_created_by_record, column_values,
+)
+from audit.rows import arrow_schema
+from audit.spark_source import _arrow_column, _misfit
+from events import records as R
+
+REF = SegmentRef("run", "run/00000000000000000000.kclog", 0, None, "/abs/run/00000000000000000000.kclog")
+SCHEMA = arrow_schema()
+
+INT_EDGES = [0, 1, 15, 16, 127, 128, 255, 256, -1, -32, -33, -129, 2**31 - 1, 2**31, -2**31 - 1, 2**63 - 1,
+             2**63, 2**64 - 1, -2**63, -2**63 - 1]
+ints = st.one_of(st.integers(-1, 9), st.integers(-40, 300), st.integers(-2**63, 2**63 - 1), st.sampled_from(INT_EDGES))
+odd = st.one_of(st.none(), st.booleans(), st.text(max_size=3), st.floats(allow_nan=False), st.binary(max_size=2))
+replica_tuples = st.lists(ints, max_size=18).map(tuple)
+small_tuples = st.lists(st.integers(-32, 127), max_size=16).map(tuple)   # the one-byte form, mostly
+bad_replicas = st.one_of(odd, ints, st.lists(st.one_of(ints, odd, replica_tuples), max_size=4).map(tuple),
+                         st.lists(ints, max_size=3))   # a list, not a tuple: the record-by-record path takes it
+replicas = st.one_of(replica_tuples, replica_tuples, bad_replicas)
+
+
+def assignment(kind, clean: bool):
+    if kind == R.TopicCreated.KIND:
+        good = st.one_of(st.lists(replica_tuples, max_size=40), st.lists(small_tuples, max_size=40)).map(tuple)
+        mixed = st.lists(replicas, max_size=20).map(tuple)
+    else:
+        partitions = st.one_of(st.integers(0, 70), ints)
+        pair = st.tuples(partitions, st.one_of(replica_tuples, small_tuples))
+        good = st.lists(pair, max_size=30).map(tuple)
+        bad_pair = st.one_of(st.tuples(st.one_of(partitions, odd), replicas), st.tuples(partitions),
+                             st.tuples(partitions, replica_tuples, ints), odd, replica_tuples, st.text(max_size=2))
+        mixed = st.lists(st.one_of(pair, bad_pair), max_size=12).map(tuple)
+    if clean:   # of the usual form (the values may still be beyond int64 or int32)
+        return st.one_of(good, good, st.just(()))
+    return st.one_of(good, mixed, odd, st.just(()))
+
+
+header_ints = st.sampled_from([-1, 0, 1, 2, 3, 4, 5] * 4 + [2**31, 2**63 - 1, 2**63, -2**63 - 1])
+
+
+@st.composite
+def records(draw):
+    kind = draw(st.sampled_from([R.TopicCreated.KIND, R.PartitionsAdded.KIND]))
+    count = draw(st.integers(1, 4))
+    clean = draw(st.booleans())
+    recs, positions = [], []
+    offset = draw(st.integers(0, 1000))
+    for i in range(count):
+        head = (kind, R.SCHEMA_VERSION, offset + i, draw(header_ints), draw(header_ints),
+                draw(st.one_of(st.integers(0, 2**45), header_ints)), draw(st.integers(-1, 9)),
+                draw(st.sampled_from(["t", "u", "topic-ä"])), draw(assignment(kind, clean)))
+        recs.append(head + ((),) if kind == R.TopicCreated.KIND else head)
+        positions.append(24 + 40 * i)
+    return positions, recs
+
+
+def rows_of(columns):
+    """The columns as rows of Python values (lists for int lists), with each value's type."""
+    n = len(columns[2])
+    values = [[c.value] * n if type(c) is Const else column_values(c) for c in columns]
+    values = [[list(v) if type(v) is tuple else v for v in col] for col in values]
+    return [tuple((type(v).__name__, v) for v in row) for row in zip(*values)]
+
+
+def arrow_of(columns):
+    """The Arrow batch the Spark reader makes of the columns, or the RowError it raises."""
+    n = len(columns[2])
+    try:
+        arrays = [_arrow_column(c, n, f.type, pa) for c, f in zip(columns, SCHEMA)]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        return str(_misfit(REF, columns, SCHEMA, exc, pa))
+    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA).to_pylist()
+
+
+def build(builder, positions, recs):
+    try:
+        return builder(REF, positions, recs)
+    except RowError as exc:
+        return str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records())
+def test_arrays_give_the_rows_and_errors_of_the_record_by_record_path(case):
+    positions, recs = case
+    fast, slow = build(_topics_created, positions, recs), build(_topics_created_by_record, positions, recs)
+    if isinstance(slow, str):
+        assert fast == slow
+        return
+    assert not isinstance(fast, str)
+    assert rows_of(fast) == rows_of(slow)
+    assert arrow_of(fast) == arrow_of(slow)
+
+
+@pytest.mark.parametrize("lists", [
+    (), ((),), ((1, 2, 3),), ((0,) * 15, (127, -32)), tuple((i % 100, 1, 2) for i in range(70000)),
+    ((1, 2, 3),) * 20, ((-1,),) * 16,
+])
+def test_the_one_byte_form_is_read_exactly(lists):
+    column = _small_int_lists(lists)
+    if not lists:
+        assert column is None
+        return
+    assert column is not None
+    assert column.tuples() == list(lists)
+
+
+@pytest.mark.parametrize("lists", [
+    ((128,),), ((-33,),), ((0,) * 16,), ((True,),), ((1, (2,)),), ((1.0,),), (("a",),), ((None,),),
+    ((2**64 - 1,),), ((1,), 2), (((1,),),),
+])
+def test_anything_else_is_left_to_the_general_path(lists):
+    assert _small_int_lists(lists) is None
