@@ -58,10 +58,10 @@ def scenarios(draw) -> str:
             steps.append("action: elect_preferred")
         elif kind == "min_isr":
             steps.append(f"action: set_config, entity: topic, name: t0, config: min.insync.replicas, value: {1 + at % 2}")
-        elif kind == "grow" and not grown:
+        elif kind == "grow" and not grown and not down:
             steps.append("action: add_partitions, topic: t0, count: 160")
             grown = True
-        elif kind == "create" and not created:
+        elif kind == "create" and not created and not down:
             steps.append("action: create_topic, name: late, partitions: 70, replication_factor: 2")
             created = True
         elif kind == "fail_dir" and two_dirs and up and b not in failed:
