@@ -20,7 +20,10 @@ The KRaft-era checks are not here: the runner runs :func:`audit.local_engine.aud
 """
 from __future__ import annotations
 
+import os
+import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -40,15 +43,21 @@ __all__ = ["audit"]
 
 _NULL = -(1 << 40)   # an integer column's null, below every value a reader writes
 _PAD = -(1 << 41)    # a list's null element (equal only to another null element)
+_PARALLEL_ROWS = 200_000   # fewer rows than this are checked on the calling thread alone
 _WIDE_LISTS = 16     # lists longer than this are matched by sorting (element, row) pairs, not column by column
 
 
-def audit(rows, *, limit: int | None = None) -> Report:
+def audit(rows, *, limit: int | None = None, threads: int | None = None) -> Report:
     """Run every ZooKeeper-era check over ``rows`` (a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``
-    with the columns of :func:`audit.rows.arrow_schema`); list at most ``limit`` violations and at most ``limit``
-    findings (the counts are always exact)."""
+    with the columns of :func:`audit.rows.arrow_schema`, plain or dictionary-encoded strings); list at most
+    ``limit`` violations and at most ``limit`` findings (the counts are always exact). ``threads`` (default: the
+    cores) check runs, and the parts of a run, side by side: numpy lets go of the interpreter in its loops."""
     table = _table(rows)
-    return _Audit(table).report(limit)
+    workers = max(1, threads if threads is not None else (os.cpu_count() or 1))
+    if workers == 1 or table.num_rows < _PARALLEL_ROWS:
+        return _Audit(table, None).report(limit)
+    with ThreadPoolExecutor(workers, thread_name_prefix="columnar-audit") as pool:
+        return _Audit(table, pool).report(limit)
 
 
 def _table(rows):
@@ -240,9 +249,18 @@ class _Audit:
     """Every check over the whole table: the rows ordered once, then each run checked on its own (its arrays are
     a slice of the order: small enough to stay in the processor's caches, and eras never span runs)."""
 
-    def __init__(self, table):
+    def __init__(self, table, pool: ThreadPoolExecutor | None):
         self.table = table
+        self.pool = pool
+        self.lock = threading.Lock()
         self.cols = cols = _Columns(table)
+        if pool is not None:    # every column the checks read, side by side
+            loads = [(cols.codes, c) for c in ("run_id", "source", "kind", "entity", "topic")]
+            loads += [(cols.ints, c) for c in ("seq", "controller_epoch", "partition", "replica", "from_state",
+                                                "to_state", "leader", "leader_epoch")]
+            loads += [(cols.lists, "isr"), (cols.lists, "replicas"), (cols.flags, "unclean")]
+            for done in [pool.submit(load, name) for load, name in loads]:
+                done.result()
         self.n = n = table.num_rows
         run, self.run_values = cols.codes("run_id")
         source, self.source_values = cols.codes("source")
@@ -251,10 +269,15 @@ class _Audit:
         # The order of the rows: run (by its id), seq, source, position; nulls first; stable.
         run_rank = _ranks(self.run_values)[run]
         order, ordered = _sort(_key(run_rank, seq))
-        if _same_as_previous(ordered).any():
-            source_rank = _ranks(self.source_values)[source]
-            order = np.lexsort((cols.ints("position"), source_rank, seq, run_rank))
-            ordered = _key(run_rank, seq)[order]
+        tied = np.flatnonzero(_same_as_previous(ordered))
+        if len(tied):
+            # Rows sharing a seq (the partitions of one TopicCreated record) keep the order they came in, as in
+            # the local engine's stable sort, unless their source or position tells them apart.
+            position = cols.ints("position")
+            a, b = order[tied], order[tied - 1]
+            if (source[a] != source[b]).any() or (position[a] != position[b]).any():
+                source_rank = _ranks(self.source_values)[source]
+                order = np.lexsort((position, source_rank, seq, run_rank))
         self.order = order
         self.kind_counts = np.bincount(kind, minlength=len(self.kind_values))
         self.run_counts = np.bincount(run, minlength=len(self.run_values))
@@ -264,8 +287,13 @@ class _Audit:
             return
         sorted_runs = run_rank[order]
         bounds = np.flatnonzero(~_same_as_previous(sorted_runs)).tolist() + [n]
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            _Run(self, lo, hi).check()
+        runs = [_Run(self, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
+        if pool is None or len(runs) == 1:
+            for run in runs:
+                run.check(pool)
+        else:
+            for done in [pool.submit(run.check, None) for run in runs]:
+                done.result()
 
     def report(self, limit: int | None) -> Report:
         run, _ = self.cols.codes("run_id")
@@ -336,7 +364,8 @@ class _Run:
         self.audit.found.add(kind, np.asarray(positions, np.int64) + lo,
                              (lambda p: a(p - lo)) if a else None, (lambda p: b(p - lo)) if b else None)
 
-    def check(self) -> None:
+    def check(self, pool: ThreadPoolExecutor | None) -> None:
+        """Every check of the run; with ``pool``, the transitions' and the leaders' side by side."""
         self.epoch = self.ints("controller_epoch")
         self._controller_epochs()
         self.entity, self.entity_values = self.codes("entity")
@@ -347,8 +376,13 @@ class _Run:
         transitions = self.is_kind(REPLICA_TRANSITION, PARTITION_TRANSITION)
         leaders = self.is_kind(PARTITION_TRANSITION, LEADER_AND_ISR_UPDATED)
         self._incarnations(transitions | leaders)
-        self._transitions(np.flatnonzero(transitions))
-        self._leaders(np.flatnonzero(leaders))
+        if pool is None:
+            self._transitions(np.flatnonzero(transitions))
+            self._leaders(np.flatnonzero(leaders))
+        else:
+            side = pool.submit(self._leaders, np.flatnonzero(leaders))
+            self._transitions(np.flatnonzero(transitions))
+            side.result()
         self._failures()
 
     def _controller_epochs(self) -> None:
@@ -557,7 +591,8 @@ class _Run:
             return
         errors, error_values = self.cols.codes("error")
         for code, count in zip(*np.unique(errors[self.rows[failed]], return_counts=True)):
-            self.audit.failures[error_values[code]] += int(count)
+            with self.audit.lock:
+                self.audit.failures[error_values[code]] += int(count)
         partition = self.entity_values.index(ENTITY_PARTITION) if ENTITY_PARTITION in self.entity_values else -1
         election = (self.entity[failed] == partition) & (self.to_state[failed] == ONLINE_PARTITION)
         self.add(FAILED_ELECTION, failed[election])

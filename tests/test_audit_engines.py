@@ -259,3 +259,13 @@ def test_columnar_engine_reads_dictionary_encoded_strings(corpus):
     encoded = table.cast(arrow_schema(dictionary=True))
     assert_same(expected, columnar_engine.audit(encoded), "columnar (dictionaries)")
     assert_same(limited, columnar_engine.audit(encoded, limit=40), "columnar (dictionaries)")
+
+
+def test_columnar_engine_on_threads_gives_the_same_report(corpus, monkeypatch):
+    from audit import columnar_engine
+    rows, table, expected, limited = corpus
+    monkeypatch.setattr(columnar_engine, "_PARALLEL_ROWS", 0)
+    assert_same(expected, columnar_engine.audit(table, threads=2), "columnar (2 threads)")
+    one_run = table.filter(pa.compute.equal(table["run_id"], table["run_id"][0]))
+    assert_same(local_audit([AuditRow(**r) for r in one_run.to_pylist()], limit=7),
+                columnar_engine.audit(one_run, limit=7, threads=3), "columnar (3 threads, one run)")
