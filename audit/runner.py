@@ -17,11 +17,12 @@ reading says so. KRaft files have no controller state machines: their rows (:mod
 go through the KRaft checks (:func:`audit.local_engine.audit_kraft`), in process whichever the engine,
 and that report is merged into the engine's.
 
-The engine: ``local`` (in process, no JVM), ``duckdb`` (in process: the checks as SQL on DuckDB,
-:mod:`audit.duckdb_engine`, over one Arrow table of the inputs; asked for by name only: at 10 M
-transitions it was no faster than ``local``, docs/benchmarks.md) or ``spark`` (:mod:`audit.spark_engine`,
-on the active session or one built for ``master``). ``auto`` takes ``local`` below ``spark_threshold`` bytes of
-input and ``spark`` above it (or ``local`` when no Java is found). The default threshold is where
+The engine: ``local`` (in process, no JVM, row by row: the reference), ``columnar`` (in process: the checks as
+numpy array operations over one Arrow table of the inputs, :mod:`audit.columnar_engine`), ``duckdb`` (in process:
+the checks as SQL on DuckDB, :mod:`audit.duckdb_engine`; asked for by name only: at 10 M transitions it was no
+faster than ``local``, docs/benchmarks.md) or ``spark`` (:mod:`audit.spark_engine`, on the active session or one
+built for ``master``). ``auto`` takes ``local`` below ``COLUMNAR_THRESHOLD`` bytes of input (it starts at once),
+``columnar`` up to ``spark_threshold`` bytes and ``spark`` above it (or ``columnar`` when no Java is found). The default threshold is where
 the in-process engine's rows (about ten times the input's size) would fill half the machine's
 memory: on the 2-core benchmark machine the in-process engine was faster than Spark at every size
 measured (docs/benchmarks.md); Spark is for inputs that do not fit, and for clusters.
@@ -55,7 +56,10 @@ from events.segment import SEGMENT_SUFFIX
 EVENT_LOG = "event-log"
 KAFKA_LOG = "kafka-log"
 PARQUET = "parquet"
-ENGINES = ("auto", "local", "duckdb", "spark")
+ENGINES = ("auto", "local", "columnar", "duckdb", "spark")
+# Below this many bytes of input ``auto`` keeps the reference engine (``local``): it starts at once, where the
+# columnar engine first imports numpy and pyarrow; above it the columnar engine is many times faster.
+COLUMNAR_THRESHOLD = 4 << 20
 # The in-process engine holds every row: about ten times the input's bytes in memory. On the
 # benchmark machine (2 cores) it was faster than Spark at every size measured (docs/benchmarks.md),
 # so ``auto`` takes Spark only when the rows would need more than half of the memory.
@@ -320,10 +324,10 @@ def choose_engine(engine: str, total_bytes: int, spark_threshold: int) -> tuple[
     if engine != "auto":
         return engine, None
     if total_bytes < spark_threshold:
-        return "local", None
+        return ("local" if total_bytes < COLUMNAR_THRESHOLD else "columnar"), None
     if not java_available():
-        return "local", (f"{total_bytes} bytes of input is above the Spark threshold ({spark_threshold}), but no "
-                         "Java was found (Spark needs Java 17+): audited in process")
+        return "columnar", (f"{total_bytes} bytes of input is above the Spark threshold ({spark_threshold}), but no "
+                            "Java was found (Spark needs Java 17+): audited in process")
     return "spark", None
 
 
@@ -414,6 +418,67 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
     return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
+
+
+def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
+    """The checks as array operations in process (:mod:`audit.columnar_engine`) over one Arrow table of every
+    input: event logs read column-wise with their strings as dictionaries, Parquet files, Kafka logs' rows."""
+    import pyarrow as pa
+
+    from audit import columnar_engine
+    from audit.rows import arrow_schema, rows_to_arrow
+    from audit.spark_source import arrow_batches
+
+    schema = arrow_schema(dictionary=True)
+    batches: list = []
+    for i in inputs:
+        if i.type != EVENT_LOG:
+            continue
+        stats = ReadStats()
+        try:
+            for ref in discover_segments([i.path]):
+                batches.extend(arrow_batches(ref, stats=stats, dictionary=True))
+        except LogError as exc:  # the rows before the damage are audited; the input is reported
+            i.error = str(exc)
+        i.notes += [str(t) for t in stats.torn_tails]
+    tables = [pa.Table.from_batches(batches, schema=schema)]
+    tables += [_parquet_table(f).cast(schema) for f in _checked_parquet_files(inputs)]
+    kafka_rows, kraft_rows = _read_kafka_logs(inputs)
+    if kafka_rows:
+        tables.append(pa.Table.from_batches([rows_to_arrow(kafka_rows)]).cast(schema))
+    table = pa.concat_tables(tables)
+    report = columnar_engine.audit(table, limit=limit)
+    if kraft_rows:
+        report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
+    return report, _timeline_of_table(table, report)
+
+
+def _parquet_table(path: str):
+    """A Parquet file of audit rows, its strings read as dictionaries."""
+    import pyarrow.parquet as pq
+
+    from audit.rows import COLUMNS, arrow_schema
+    text = [f.name for f in arrow_schema() if str(f.type) == "string"]
+    return pq.read_table(path, columns=list(COLUMNS), read_dictionary=text).select(list(COLUMNS))
+
+
+def _timeline_of_table(table, report: Report) -> dict:
+    """:func:`timeline_of` the transition rows' times of an Arrow table, counted with numpy."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    kind = table["kind"]
+    if pa.types.is_dictionary(kind.type):
+        kind = kind.cast(pa.string())
+    timed = pc.and_(pc.is_in(kind, value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
+                    pc.is_valid(table["time_ms"]))
+    times = table["time_ms"].filter(timed).to_numpy()
+    if not len(times):
+        return _timeline(None, None, None, report)
+    lo, hi = int(times.min()), int(times.max())
+    width = bucket_width(lo, hi)
+    counts = np.bincount(np.clip((times - lo) // width, 0, TIMELINE_BUCKETS - 1), minlength=TIMELINE_BUCKETS)
+    return _timeline(lo, width, {b: int(n) for b, n in enumerate(counts.tolist()) if n}, report)
 
 
 def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
@@ -558,6 +623,8 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
             timeline = timeline_of([], report)
     elif chosen == "duckdb":
         report, timeline = _audit_duckdb(inputs, limit)
+    elif chosen == "columnar":
+        report, timeline = _audit_columnar(inputs, limit)
     else:
         report, timeline = _audit_local(inputs, limit)
     kraft = [i.path for i in inputs if i.reading is not None and i.reading.kraft]

@@ -206,8 +206,30 @@ def test_the_engine_is_chosen_by_input_size_unless_named(tmp_path):
     assert choose_engine("auto", 10, 100) == ("local", None)
     assert choose_engine("local", 10 ** 12, 100) == ("local", None)
     assert choose_engine("spark", 1, 100) == ("spark", None)
+    assert choose_engine("auto", 5 << 20, 1 << 40) == ("columnar", None)
     with pytest.raises(ValueError):
         choose_engine("fast", 1, 1)
+
+
+def test_the_columnar_engine_reports_what_the_local_engine_reports(tmp_path):
+    """Event logs (one with a planted illegal transition), a Parquet export and Kafka's own logs: the same report,
+    findings, timeline and notes on either in-process engine."""
+    from audit.export import export_parquet
+    clean = scripted_log(tmp_path / "clean", seed=3)
+    planted = scripted_log(tmp_path / "planted", plant_illegal=True, seed=4)
+    export_parquet([str(clean)], str(tmp_path / "rows"))
+    data = Path(__file__).parent / "data"
+    kafka = [str(data / "layouts" / "base.log"), str(data / "layouts" / "compose.log"), str(data / "kraft" / "broker-planted.log")]
+    for paths in ([str(clean), str(planted)], [str(tmp_path / "rows")], kafka):
+        local = run_audit(paths, engine="local", limit=25)
+        if paths[0] == str(clean):
+            assert local.report.summary["violations_by_kind"]["illegal_transition"] > 0
+        columnar = run_audit(paths, engine="columnar", limit=25)
+        assert columnar.engine == "columnar"
+        assert columnar.report == local.report, paths
+        assert columnar.timeline == local.timeline and columnar.notes == local.notes
+        assert [e.path for e in columnar.errors] == [e.path for e in local.errors]
+    assert local.report.summary["rows"] > 0
 
 
 # --- Spark -------------------------------------------------------------------------------------------------

@@ -255,7 +255,7 @@ def test_bash_completion_is_valid_and_completes_commands_flags_and_choices(tmp_p
     assert {"describe", "demo"} <= set(complete("de"))
     assert complete("--log-level", "debug", "rep") == ["replay"]
     assert "--engine" in complete("audit", "--eng")
-    assert complete("audit", "--engine", "") == ["auto", "local", "duckdb", "spark"]
+    assert complete("audit", "--engine", "") == ["auto", "local", "columnar", "duckdb", "spark"]
     assert complete("new-cluster", "ops", "--start") == ["--start-time"]
     (tmp_path / "scenario.yaml").write_text("")
     assert complete("simulate", "scen") == ["scenario.yaml"]
