@@ -275,18 +275,14 @@ def _decode_batch(batch: Batch) -> tuple[list, list]:
     and offset, and that the records (columnar batches counting all of theirs) fill the batch
     (LogRecordError)."""
     payload = batch.payload
-    recs: list = []
     hook = _ExtHook()
     try:
-        unpacker = msgpack.Unpacker(use_list=False, raw=False, max_buffer_size=max(len(payload), 1 << 20),
-                                    ext_hook=hook)
-        unpacker.feed(payload)
-        count = unpacker.read_array_header()
-        tell, unpack, keep = unpacker.tell, unpacker.unpack, recs.append
-        start = tell()
-        # Each record's end position (tell() runs after the unpack in the condition); no
-        # per-record tuple is allocated.
-        ends = [tell() for _ in range(count) if keep(unpack()) is None]
+        walked = _walk_elements(payload, hook)
+        if walked is None:
+            hook = _ExtHook()
+            walked = _unpack_elements(payload, hook)
+        start, ends, recs = walked
+        count = len(recs)
         if ends[-1] != len(payload):
             raise ValueError
         if hook.count:
@@ -304,6 +300,98 @@ def _decode_batch(batch: Batch) -> tuple[list, list]:
     ends.pop()
     ends.insert(0, start)
     return list(map((batch.position + BATCH_HEADER_SIZE).__add__, ends)), recs
+
+
+def _unpack_elements(payload: bytes, hook: _ExtHook) -> tuple[int, list[int], list]:
+    """(where the first element starts, where each ends, the elements) of a payload, by msgpack's Unpacker."""
+    recs: list = []
+    unpacker = msgpack.Unpacker(use_list=False, raw=False, max_buffer_size=max(len(payload), 1 << 20),
+                                ext_hook=hook)
+    unpacker.feed(payload)
+    count = unpacker.read_array_header()
+    tell, unpack, keep = unpacker.tell, unpacker.unpack, recs.append
+    start = tell()
+    # Each record's end position (tell() runs after the unpack in the condition); no
+    # per-record tuple is allocated.
+    return start, [tell() for _ in range(count) if keep(unpack()) is None], recs
+
+
+class _Reader:
+    """A file over ``payload`` from ``pos`` on, for an Unpacker that reads only as far as it needs."""
+    __slots__ = ("payload", "pos")
+
+    def __init__(self, payload: bytes, pos: int):
+        self.payload, self.pos = payload, pos
+
+    def read(self, n: int) -> bytes:
+        at = self.pos
+        self.pos = at + n
+        return self.payload[at:at + n]
+
+
+_FIXEXT = {0xd4: 1, 0xd5: 2, 0xd6: 4, 0xd7: 8, 0xd8: 16}
+_ROW_READ = 16384
+
+
+def _walk_elements(payload: bytes, hook: _ExtHook) -> tuple[int, list[int], list] | None:
+    """What _unpack_elements gives, without copying the columnar batches: the payload's top-level array is
+    walked here, each ext element decoded where it lies (``ColumnBatch.decode`` of a view of the payload, as
+    the hook does), the records between them read by an Unpacker over their bytes alone (the same hook
+    for any ext inside them). None if the payload starts otherwise or an ext runs past its end (the
+    Unpacker then reads the payload, and fails as it fails)."""
+    size = len(payload)
+    b = payload[0] if size else -1
+    if 0x90 <= b <= 0x9f:
+        count, pos = b & 0x0f, 1
+    elif b == 0xdc and size >= 3:
+        count, pos = int.from_bytes(payload[1:3], "big"), 3
+    elif b == 0xdd and size >= 5:
+        count, pos = int.from_bytes(payload[1:5], "big"), 5
+    else:
+        return None
+    view = None
+    start = pos
+    ends: list[int] = []
+    elements: list = []
+    rows = base = None   # an Unpacker over the records since the last ext element, and where it started
+    for _ in range(count):
+        if pos >= size:
+            return None
+        b = payload[pos]
+        if 0xc7 <= b <= 0xc9 or 0xd4 <= b <= 0xd8:
+            if b >= 0xd4:
+                length, head = _FIXEXT[b], 1
+            else:
+                width = 1 << (b - 0xc7)
+                length, head = int.from_bytes(payload[pos + 1:pos + 1 + width], "big"), 1 + width
+            data = pos + head + 1
+            end = data + length
+            if end > size:
+                return None
+            hook.count += 1
+            element = _BAD
+            if payload[pos + head] == EXT_COLUMNS:
+                if view is None:
+                    view = memoryview(payload)
+                try:
+                    element = ColumnBatch.decode(view, data, end)
+                except ColumnBatchError:
+                    pass
+            rows = None
+        else:
+            if rows is None:
+                rows = msgpack.Unpacker(_Reader(payload, pos), use_list=False, raw=False, read_size=_ROW_READ,
+                                        max_buffer_size=max(size, 1 << 20), ext_hook=hook)
+                base = pos
+            try:
+                element = rows.unpack()
+            except msgpack.OutOfData:
+                return None
+            end = base + rows.tell()
+        elements.append(element)
+        ends.append(end)
+        pos = end
+    return start, ends, elements
 
 
 def _check_mixed(batch: Batch, elements: list) -> None:
