@@ -39,7 +39,7 @@ from audit.rows import (
 )
 from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
 
-__all__ = ["audit"]
+__all__ = ["audit", "transition_times"]
 
 _NULL = -(1 << 40)   # an integer column's null, below every value a reader writes
 _PAD = -(1 << 41)    # a list's null element (equal only to another null element)
@@ -58,6 +58,20 @@ def audit(rows, *, limit: int | None = None, threads: int | None = None) -> Repo
         return _Audit(table, None).report(limit)
     with ThreadPoolExecutor(workers, thread_name_prefix="columnar-audit") as pool:
         return _Audit(table, pool).report(limit)
+
+
+def transition_times(table):
+    """The times (ms, numpy int64) of the table's transition rows that have one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION
+    kind = table["kind"]
+    if pa.types.is_dictionary(kind.type):
+        kind = kind.cast(pa.string())
+    timed = pc.and_(pc.is_in(kind, value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
+                    pc.is_valid(table["time_ms"]))
+    return table["time_ms"].filter(timed).to_numpy()
 
 
 def _table(rows):

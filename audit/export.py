@@ -222,6 +222,14 @@ class ParquetRun:
     bytes: int
 
 
+def parquet_table(path: str):
+    """A Parquet file of audit rows as an Arrow table of the audit's columns, its strings read as dictionaries
+    (``audit.rows.arrow_schema(dictionary=True)`` once cast)."""
+    import pyarrow.parquet as pq
+    text = [f.name for f in arrow_schema() if str(f.type) == "string"]
+    return pq.read_table(path, columns=list(COLUMNS), read_dictionary=text).select(list(COLUMNS))
+
+
 def parquet_files(directory: str) -> list[str]:
     try:
         names = sorted(os.listdir(directory))

@@ -38,7 +38,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from audit import local_engine
-from audit.export import ParquetInputError, ParquetRun, find_parquet_runs, is_parquet_dir, read_parquet_rows
+from audit.export import (
+    ParquetInputError, ParquetRun, find_parquet_runs, is_parquet_dir, parquet_table, read_parquet_rows,
+)
 from audit.checks import (
     ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, ERROR, SEVERITY, Report, Violation, events, fails, location, merge_reports,
     state_name,
@@ -398,6 +400,9 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     from audit.spark_source import read_logs_df
 
     spark = spark_session(master, app_name="kcontroller-audit", conf=conf)
+    runs = _run_tasks(inputs)
+    if runs is not None:
+        return _audit_spark_runs(spark, inputs, runs, limit)
     frames = []
     event_logs = [i.path for i in inputs if i.type == EVENT_LOG]
     if event_logs:
@@ -442,7 +447,7 @@ def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report
             i.error = str(exc)
         i.notes += [str(t) for t in stats.torn_tails]
     tables = [pa.Table.from_batches(batches, schema=schema)]
-    tables += [_parquet_table(f).cast(schema) for f in _checked_parquet_files(inputs)]
+    tables += [parquet_table(f).cast(schema) for f in _checked_parquet_files(inputs)]
     kafka_rows, kraft_rows = _read_kafka_logs(inputs)
     if kafka_rows:
         tables.append(pa.Table.from_batches([rows_to_arrow(kafka_rows)]).cast(schema))
@@ -450,35 +455,63 @@ def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report
     report = columnar_engine.audit(table, limit=limit)
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
-    return report, _timeline_of_table(table, report)
+    return report, timeline_of_times(columnar_engine.transition_times(table), report)
 
 
-def _parquet_table(path: str):
-    """A Parquet file of audit rows, its strings read as dictionaries."""
-    import pyarrow.parquet as pq
-
-    from audit.rows import COLUMNS, arrow_schema
-    text = [f.name for f in arrow_schema() if str(f.type) == "string"]
-    return pq.read_table(path, columns=list(COLUMNS), read_dictionary=text).select(list(COLUMNS))
-
-
-def _timeline_of_table(table, report: Report) -> dict:
-    """:func:`timeline_of` the transition rows' times of an Arrow table, counted with numpy."""
+def timeline_of_times(values, report: Report, counts=None) -> dict:
+    """:func:`timeline_of` times given as a numpy array (``counts``: how many times each value occurs)."""
     import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    kind = table["kind"]
-    if pa.types.is_dictionary(kind.type):
-        kind = kind.cast(pa.string())
-    timed = pc.and_(pc.is_in(kind, value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
-                    pc.is_valid(table["time_ms"]))
-    times = table["time_ms"].filter(timed).to_numpy()
-    if not len(times):
+    if not len(values):
         return _timeline(None, None, None, report)
-    lo, hi = int(times.min()), int(times.max())
+    lo, hi = int(values.min()), int(values.max())
     width = bucket_width(lo, hi)
-    counts = np.bincount(np.clip((times - lo) // width, 0, TIMELINE_BUCKETS - 1), minlength=TIMELINE_BUCKETS)
-    return _timeline(lo, width, {b: int(n) for b, n in enumerate(counts.tolist()) if n}, report)
+    buckets = np.clip((values - lo) // width, 0, TIMELINE_BUCKETS - 1)
+    per_bucket = np.bincount(buckets, weights=counts, minlength=TIMELINE_BUCKETS).astype(np.int64)
+    return _timeline(lo, width, {b: int(n) for b, n in enumerate(per_bucket.tolist()) if n}, report)
+
+
+def _run_tasks(inputs: list[AuditInput]) -> list[tuple[str, str, object, AuditInput]] | None:
+    """The inputs as one Spark task per run (:mod:`audit.spark_runs`) when there are two or more runs and none is
+    larger than a task holds; else None (one long run: the DataFrame engine spreads it over every core)."""
+    from audit.spark_runs import RUN_TASK_BYTES
+    runs = []
+    for i in inputs:
+        if i.type == EVENT_LOG:
+            runs.append(("log", i.path, i.path, i))
+        elif i.type == PARQUET:
+            runs.append(("parquet", i.path, i.parquet.files, i))
+    if len(runs) < 2 or max(i.log_bytes for *_, i in runs) > RUN_TASK_BYTES:
+        return None
+    return runs
+
+
+def _audit_spark_runs(spark, inputs: list[AuditInput], runs: list, limit: int | None) -> tuple[Report, dict]:
+    import numpy as np
+
+    from audit.spark_runs import audit_runs, merge_runs
+    _checked_parquet_files(inputs)      # a bad Parquet file is its input's error (checked here), not a failed job
+    runs = [r for r in runs if r[0] == "log" or r[3].error is None]
+    results = audit_runs(spark, [(kind, name, what) for kind, name, what, _ in runs], limit=limit)
+    for (_, _, _, i), result in zip(runs, results):
+        if result.error is not None:
+            i.error = result.error
+        i.notes += result.notes
+    report, (values, counts) = merge_runs(results, limit)
+    kafka_rows, kraft_rows = _read_kafka_logs(inputs)
+    if kafka_rows:
+        from audit import columnar_engine
+        from audit.rows import arrow_schema, rows_to_arrow
+        import pyarrow as pa
+        table = pa.Table.from_batches([rows_to_arrow(kafka_rows)]).cast(arrow_schema(dictionary=True))
+        kafka_report = columnar_engine.audit(table, limit=limit)
+        report = kafka_report if report is None else merge_reports(report, kafka_report, limit)
+        more = columnar_engine.transition_times(table)
+        values, counts = np.concatenate([values, more]), np.concatenate([counts, np.ones(len(more), np.int64)])
+    if report is None:
+        report = local_engine.audit([], limit=limit)
+    if kraft_rows:
+        report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
+    return report, timeline_of_times(values, report, counts)
 
 
 def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:

@@ -235,8 +235,18 @@ def test_the_columnar_engine_reports_what_the_local_engine_reports(tmp_path):
 # --- Spark -------------------------------------------------------------------------------------------------
 
 @pytest.mark.spark
-def test_spark_and_local_give_the_same_report(spark, tmp_path):
+@pytest.mark.parametrize("per_run", [True, False], ids=["a-task-per-run", "dataframes"])
+def test_spark_and_local_give_the_same_report(spark, tmp_path, monkeypatch, per_run):
+    """Several runs go to Spark as one task per run (audit.spark_runs); one run larger than a task holds sends
+    them all to the DataFrame engine. Either way, the local engine's report."""
+    from audit import spark_runs
+    if not per_run:
+        monkeypatch.setattr(spark_runs, "RUN_TASK_BYTES", 0)
     paths = [str(scripted_log(tmp_path / "a", plant_illegal=True)), str(scripted_log(tmp_path / "b", seed=3))]
+    if per_run:
+        from audit.export import export_parquet
+        export_parquet([str(scripted_log(tmp_path / "c", seed=5))], str(tmp_path / "rows"))
+        paths.append(str(tmp_path / "rows"))
     if REAL_LOGS.is_dir():
         paths.append(str(REAL_LOGS))
     local = run_audit(paths, engine="local", limit=50).to_json()
@@ -254,6 +264,20 @@ def test_a_damaged_segment_on_spark_is_an_input_error_naming_the_file(spark, tmp
     assert result.exit_status == 2
     error, = result.errors
     assert segment.name in error.reason, error.reason
+
+
+@pytest.mark.spark
+def test_a_damaged_run_among_others_on_spark_is_its_input_s_error(spark, tmp_path):
+    """A task per run: the damaged log's rows before the damage are audited and its input carries the error,
+    as in process; the other run is audited whole."""
+    log, segment = damaged_log(tmp_path / "damaged")
+    other = scripted_log(tmp_path / "other", seed=2)
+    local = run_audit([str(log), str(other)], engine="columnar")
+    result = run_audit([str(log), str(other)], engine="spark")
+    assert result.exit_status == 2 == local.exit_status
+    assert result.report == local.report
+    assert [(i.path, i.error) for i in result.inputs] == [(i.path, i.error) for i in local.inputs]
+    assert any(i.error and segment.name in i.error for i in result.inputs)
 
 
 def test_a_torn_tail_is_noted_not_an_error(tmp_path, capsys):
