@@ -763,15 +763,25 @@ def _topics_created_columns(ref, positions, recs) -> list | None:
     except OverflowError:
         return None
     repeat = np.array(rows_per, np.int64)
-    seq, cids, epochs, times = (np.repeat(header[:, i], repeat) for i in range(4))
+    header[:, 2] = np.where(header[:, 1] == -1, -1, header[:, 2])   # controller_epoch -1 where no controller
+
+    def per_row(values: np.ndarray, bound: int = 2**63):
+        # A value every record shares (in the column's range) is a Const: no array of a million equal rows.
+        # (position stays an array: chunk_columns counts a part's rows by it.)
+        first = int(values[0])
+        if -bound <= first < bound and (len(values) == 1 or (values == first).all()):
+            return Const(first)
+        return np.repeat(values, repeat)
     topics: dict = {}
     codes = np.array([topics.setdefault(r[7], len(topics)) for r in recs], np.int32)
     if empty:
         valid = np.ones(rows, bool)
         valid[empty] = False
         replicas = Masked(replicas, valid)
-    return [Const(ref.run_id), Const(ref.path), np.repeat(position, repeat), seq, Const(TOPIC_CREATED), cids,
-            np.where(cids == -1, -1, epochs), times, _NONE, DictColumn(tuple(topics), np.repeat(codes, repeat)),
+    return [Const(ref.run_id), Const(ref.path), np.repeat(position, repeat), per_row(header[:, 0]),
+            Const(TOPIC_CREATED), per_row(header[:, 1], 2**31), per_row(header[:, 2], 2**31), per_row(header[:, 3]),
+            _NONE,
+            Const(recs[0][7]) if len(topics) == 1 else DictColumn(tuple(topics), np.repeat(codes, repeat)),
             partition, _MINUS_ONE, _NONE, _NONE, _NONE, _NONE, _NONE, replicas, _NONE, _NONE]
 
 

@@ -17,7 +17,7 @@ from audit.spark_source import _arrow_column, _misfit
 from events import records as R
 
 REF = SegmentRef("run", "run/00000000000000000000.kclog", 0, None, "/abs/run/00000000000000000000.kclog")
-SCHEMA = arrow_schema()
+SCHEMAS = (arrow_schema(), arrow_schema(dictionary=True))
 
 INT_EDGES = [0, 1, 15, 16, 127, 128, 255, 256, -1, -32, -33, -129, 2**31 - 1, 2**31, -2**31 - 1, 2**63 - 1,
              2**63, 2**64 - 1, -2**63, -2**63 - 1]
@@ -73,14 +73,14 @@ def rows_of(columns):
     return [tuple((type(v).__name__, v) for v in row) for row in zip(*values)]
 
 
-def arrow_of(columns):
+def arrow_of(columns, schema):
     """The Arrow batch the Spark reader makes of the columns, or the RowError it raises."""
     n = len(columns[2])
     try:
-        arrays = [_arrow_column(c, n, f.type, pa) for c, f in zip(columns, SCHEMA)]
+        arrays = [_arrow_column(c, n, f.type, pa) for c, f in zip(columns, schema)]
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        return str(_misfit(REF, columns, SCHEMA, exc, pa))
-    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA).to_pylist()
+        return str(_misfit(REF, columns, schema, exc, pa))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema).to_pylist()
 
 
 def build(builder, positions, recs):
@@ -100,7 +100,8 @@ def test_arrays_give_the_rows_and_errors_of_the_record_by_record_path(case):
         return
     assert not isinstance(fast, str)
     assert rows_of(fast) == rows_of(slow)
-    assert arrow_of(fast) == arrow_of(slow)
+    for schema in SCHEMAS:
+        assert arrow_of(fast, schema) == arrow_of(slow, schema)
 
 
 @pytest.mark.parametrize("lists", [
