@@ -221,7 +221,22 @@ def _record_ranges(payload: bytes, n: int) -> tuple[int, list[int]] | None:
     return first, ends
 
 
+def _element_count(payload: bytes) -> int:
+    """The number of elements of the payload's top-level array, from its header alone (-1: not an array)."""
+    b = payload[0] if payload else -1
+    if 0x90 <= b <= 0x9f:
+        return b & 0x0f
+    if b == 0xdc:
+        return int.from_bytes(payload[1:3], "big")
+    return int.from_bytes(payload[1:5], "big") if b == 0xdd else -1
+
+
 def _decode(batches, wanted, slow_kinds) -> tuple[dict, dict] | list[int] | None:
+    # Fewer elements than records: a columnar batch among them (or damage), for the existing way, found
+    # before any payload is copied into an Unpacker.
+    aside = [i for i, (payload, _, n, _) in enumerate(batches) if _element_count(payload) != n]
+    if aside:
+        return aside
     pieces, starts_l, ends_l, shifts, expected = [], [], [], [], []
     base = 0
     for payload, base_offset, n, position in batches:
