@@ -91,7 +91,7 @@ def _table(rows):
 # --- columns as numpy ---------------------------------------------------------------------------------------
 
 def _codes(column) -> tuple[np.ndarray, list]:
-    """A string column's (plain or dictionary-encoded) codes as int64, a null as the code ``len(values)``, and its
+    """A string column's (plain or dictionary-encoded) codes as int32, a null as the code ``len(values)``, and its
     distinct values (``None`` last when there are nulls)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -100,33 +100,33 @@ def _codes(column) -> tuple[np.ndarray, list]:
     encoded = pa.table({"c": column}).unify_dictionaries().column("c")
     values = encoded.chunks[0].dictionary.to_pylist() if encoded.num_chunks else []
     null = len(values)
-    parts = [np.asarray(c.indices.fill_null(null) if c.null_count else c.indices, dtype=np.int64)
-             for c in encoded.chunks]
-    codes = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    codes = np.empty(len(encoded), np.int32)
+    at = 0
+    for chunk in encoded.chunks:
+        indices = chunk.indices
+        n = len(indices)
+        codes[at:at + n] = np.asarray(indices.fill_null(null) if indices.null_count else indices)
+        at += n
     if column.null_count:
         values.append(None)
     return codes, values
 
 
 def _ints(column) -> np.ndarray:
-    """An integer column as int64, a null as ``_NULL`` (read from the chunks' buffers: no Arrow kernel per chunk)."""
-    values, valid = [], []
+    """An integer column as int64, a null as ``_NULL``: each chunk's buffer copied (and widened) once into the
+    result, no Arrow kernel per chunk."""
+    out = np.empty(len(column), np.int64)
+    at = 0
     for chunk in column.chunks:
         n, offset = len(chunk), chunk.offset
-        data = np.frombuffer(chunk.buffers()[1], dtype=chunk.type.to_pandas_dtype(), count=offset + n)[offset:] \
-            if n else np.zeros(0, np.int64)
-        values.append(data)
+        if not n:
+            continue
+        part = out[at:at + n]
+        part[:] = np.frombuffer(chunk.buffers()[1], dtype=chunk.type.to_pandas_dtype(), count=offset + n)[offset:]
         if chunk.null_count:
             bits = np.frombuffer(chunk.buffers()[0], np.uint8)
-            valid.append(np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].view(bool))
-        else:
-            valid.append(None)
-    if not values:
-        return np.zeros(0, np.int64)
-    out = np.concatenate(values).astype(np.int64, copy=False)
-    if column.null_count:
-        mask = np.concatenate([v if v is not None else np.ones(len(x), bool) for v, x in zip(valid, values)])
-        out[~mask] = _NULL
+            part[~np.unpackbits(bits, count=offset + n, bitorder="little")[offset:].view(bool)] = _NULL
+        at += n
     return out
 
 
@@ -154,24 +154,28 @@ def _lists(column, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 # --- sorts and scopes ---------------------------------------------------------------------------------------
 
 def _key(*columns: np.ndarray) -> np.ndarray:
-    """One int64 per row that orders as the columns do, left to right (each made non-negative first); columns
-    whose ranges together overflow 63 bits are first renumbered densely."""
+    """One int64 per row that orders as the columns do, left to right (a column with negative values is shifted
+    to start at 0 first); columns whose ranges together overflow 63 bits are first renumbered densely."""
     key = None
     for col in columns:
-        lo = int(col.min()) if len(col) else 0
-        col = col - lo
-        span = int(col.max()) + 1 if len(col) else 1
+        if not len(col):
+            return np.zeros(0, np.int64)
+        lo = int(col.min())
+        if lo < 0:
+            col = col - lo
+        span = int(col.max()) + 1
         if key is None:
-            key = col
+            key = col.astype(np.int64)
             continue
-        top = int(key.max()) + 1 if len(key) else 1
+        top = int(key.max()) + 1
         if top * span >= 1 << 63:
             _, key = np.unique(key, return_inverse=True)
-            top = int(key.max()) + 1 if len(key) else 1
+            top = int(key.max()) + 1
             if top * span >= 1 << 63:
                 _, col = np.unique(col, return_inverse=True)
-                span = int(col.max()) + 1 if len(col) else 1
-        key = key * span + col
+                span = int(col.max()) + 1
+        key *= span
+        key += col
     return key if key is not None else np.zeros(0, np.int64)
 
 
@@ -316,7 +320,8 @@ class _Audit:
         counts: Counter = Counter()
         for kind, positions, _, _ in self.found.parts:
             original = self.order[positions]
-            for pair, count in zip(*np.unique(run[original] * sources + source[original], return_counts=True)):
+            pairs = run[original].astype(np.int64) * sources + source[original]
+            for pair, count in zip(*np.unique(pairs, return_counts=True)):
                 r, s = divmod(int(pair), sources)
                 counts[(kind, self.run_values[r], self.source_values[s])] += int(count)
         listed = []
@@ -362,11 +367,11 @@ class _Run:
 
     def is_kind(self, *kinds: str) -> np.ndarray:
         codes = [self._kind_code[k] for k in kinds if k in self._kind_code]
-        if not codes:
-            return np.zeros(self.n, bool)
         if len(codes) == 1:
             return self.kind == codes[0]
-        return np.isin(self.kind, codes)
+        wanted = np.zeros(len(self.kind_values) + 1, bool)
+        wanted[codes] = True
+        return wanted[self.kind]
 
     def value(self, array: np.ndarray):
         """A run position's value of a run's int column, as the local engine holds it (``None`` for a null)."""
