@@ -12,7 +12,9 @@ How a log is read
   offset (from its file name) continues its own end offset, so a missing or truncated segment
   is caught even when each segment is read on its own (by a separate Spark task).
 - Payloads are decoded with a msgpack ``Unpacker`` straight to plain tuples (no record
-  classes); every record's byte position is taken on the way. A batch's records are checked
+  classes); every record's byte position is taken on the way. A payload's columnar batches are
+  decoded where they lie in it (its top-level array walked here, the records between them read by an
+  Unpacker over their own bytes), not copied through the Unpacker's buffer. A batch's records are checked
   for kind, schema version, field count and offsets with whole-batch operations; a batch that
   fails is decoded again with :meth:`events.segment.Batch.records`, which raises the precise
   ``LogRecordError`` (segment, batch position, record offset).
@@ -53,7 +55,10 @@ Mapping (record kind -> row kind)
   TopicDeletionCompleted -> topic_deletion_requested / _completed (partition -1).
 - TopicCreated and PartitionsAdded -> topic_created, **one row per partition** with its
   assigned replicas in ``replicas`` (a topic created with no partition gives one row with
-  partition -1), so the checks can tell which partitions exist and hold which replicas.
+  partition -1), so the checks can tell which partitions exist and hold which replicas. The rows
+  are built as arrays (the replica lists from the assignment's msgpack bytes with numpy, no Python
+  object per partition); an assignment of another form goes record by record, which raises the
+  RowError for a malformed one (tests/test_topics_created_columns.py holds the two to each other).
 - ``run_id`` = the log directory as given, normalised (``os.path.normpath``); ``source`` =
   ``os.path.join(run_id, segment file name)``; ``position`` = the byte offset in the segment
   file where the record's msgpack array starts, or its columnar batch's element (records are
@@ -247,6 +252,7 @@ class Chunk(NamedTuple):
     records: int      # records decoded (mapped or not)
     columnar: tuple = ()  # (position, ColumnBatch) of the mapped kinds' columnar batches, in log order
     row_groups: tuple = ()  # audit.row_columns.RowGroup: mapped records of row batches decoded as columns
+    raw: dict | None = None  # TopicCreated's position -> the payload from its record on (its assignment's bytes)
 
 
 class _ExtHook:
@@ -491,6 +497,7 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
     groups: dict = {}
     columnar: list = []
     row_groups: list = []
+    raw: dict = {}
     done = 0
     for run, fast in runs:
         if fast is not None:
@@ -507,7 +514,7 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
                 if not done:
                     raise
                 state.error = exc   # an earlier damage than any the scan found after it
-                return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups))
+                return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups), raw)
             state.batches += 1
             state.nbytes += BATCH_HEADER_SIZE + len(batch.payload)
             done += batch.record_count
@@ -517,6 +524,10 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
                 recs = [r for r in recs if r is not None]
             present = Counter(map(_kind_of, recs))
             kinds.update(present)
+            if R.TopicCreated.KIND in present:
+                view = memoryview(batch.payload)
+                base = batch.position + BATCH_HEADER_SIZE
+                raw.update((p, view[p - base:]) for p, r in zip(positions, recs) if r[0] == R.TopicCreated.KIND)
             wanted = [k for k in present if k in MAPPED_KINDS]
             if len(wanted) == 1 and len(present) == 1:
                 _extend(groups, wanted[0], positions, recs)
@@ -524,7 +535,7 @@ def _next_chunk(state: _Scan, ref: SegmentRef, chunk_records: int) -> Chunk | No
                 for k in wanted:
                     picked = [i for i, r in enumerate(recs) if r[0] == k]
                     _extend(groups, k, map(positions.__getitem__, picked), map(recs.__getitem__, picked))
-    return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups))
+    return Chunk(ref, groups, done, tuple(columnar), tuple(row_groups), raw)
 
 
 def _take_columnar(positions: list, elements: list, columnar: list, kinds: Counter, chunk_records: int) -> list:
@@ -698,10 +709,11 @@ def _topic_level(kind: str, has_topic: bool = True):
     return build
 
 
-def _topics_created(ref, positions, recs):
+def _topics_created(ref, positions, recs, raw: dict | None = None):
     """topic_created rows, one per partition: as arrays when every assignment is of its usual form (tuples of
-    ints), else record by record (which raises the RowError for a malformed one)."""
-    columns = _topics_created_columns(ref, positions, recs)
+    ints), else record by record (which raises the RowError for a malformed one). ``raw``: TopicCreated's
+    position -> the bytes from its record on (Chunk.raw), where a large assignment is read from."""
+    columns = _topics_created_columns(ref, positions, recs, raw)
     if columns is None:
         return _topics_created_by_record(ref, positions, recs)
     return columns
@@ -729,30 +741,36 @@ def _assignment_of(kind: int, assignment) -> tuple | None:
     return partitions, replicas
 
 
-def _topics_created_columns(ref, positions, recs) -> list | None:
+def _topics_created_columns(ref, positions, recs, raw: dict | None = None) -> list | None:
     """The columns of _topics_created_by_record from C-level passes over the assignments and numpy (no
     Python code per partition); None when an assignment or a value is outside that form (not a tuple of
     int tuples, or of (int, int tuple) pairs; an int beyond int64)."""
     rows_per: list[int] = []
-    replica_sets: list = []   # per record: its replica tuples (((),) for the row of an empty assignment)
+    pieces: list = []         # per record: its replica tuples, or its ListColumn read from its bytes
     partitions: list = []     # per record: partition numbers, or how many (0..n-1)
     empty: list[int] = []     # the rows of empty assignments (partition -1, replicas None)
     rows = 0
-    for r in recs:
-        found = _assignment_of(r[0], r[8])
-        if found is None:
-            return None
-        numbers, replicas = found
-        n = len(replicas)
-        if n == 0:
-            empty.append(rows)
-            n, numbers, replicas = 1, (-1,), ((),)
+    for pos, r in zip(positions, recs):
+        n = len(r[8]) if type(r[8]) is tuple else 0
+        column = None
+        if raw is not None and n >= _FROM_BYTES and r[0] == R.TopicCreated.KIND and pos in raw:
+            column = _topic_assignment_bytes(raw[pos], n)
+        if column is not None:
+            numbers, replicas = None, column
+        else:
+            found = _assignment_of(r[0], r[8])
+            if found is None:
+                return None
+            numbers, replicas = found
+            n = len(replicas)
+            if n == 0:
+                empty.append(rows)
+                n, numbers, replicas = 1, (-1,), ((),)
         rows_per.append(n)
-        replica_sets.append(replicas)
+        pieces.append(replicas)
         partitions.append(n if numbers is None else numbers)
         rows += n
-    lists = replica_sets[0] if len(replica_sets) == 1 else tuple(chain.from_iterable(replica_sets))
-    replicas = _small_int_lists(lists) or _int_lists(lists)
+    replicas = _replica_column(pieces)
     if replicas is None:
         return None
     try:
@@ -829,6 +847,88 @@ def _int_lists(lists: tuple) -> ListColumn | None:
     except OverflowError:
         return None
     return ListColumn(offsets.astype(np.int32), values)
+
+
+_FROM_BYTES = 64   # assignments of this many partitions and more are read from their bytes when they are at hand
+
+
+def _replica_column(pieces: list) -> ListColumn | None:
+    """One ListColumn of the records' replica lists: pieces already columns as they are, runs of records'
+    replica tuples through _small_int_lists or _int_lists."""
+    columns: list[ListColumn] = []
+    run: list = []
+    for piece in pieces + [None]:
+        if type(piece) is tuple:
+            run.append(piece)
+            continue
+        if run:
+            lists = run[0] if len(run) == 1 else tuple(chain.from_iterable(run))
+            column = _small_int_lists(lists) or _int_lists(lists)
+            if column is None:
+                return None
+            columns.append(column)
+            run = []
+        if piece is not None:
+            columns.append(piece)
+    if len(columns) == 1:
+        return columns[0]
+    counts = np.concatenate([np.diff(c.offsets) for c in columns])
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if offsets[-1] >= 2**31:
+        return None
+    return ListColumn(offsets.astype(np.int32), np.concatenate([c.values for c in columns]))
+
+
+_INT_WIDTHS = {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}
+_STR_WIDTHS = {0xd9: 1, 0xda: 2, 0xdb: 4}
+
+
+def _topic_assignment_bytes(data: memoryview, n: int) -> ListColumn | None:
+    """The replica lists of the TopicCreated record whose msgpack bytes ``data`` starts with (its assignment
+    of ``n`` >= 16 partitions) when they are in the one-byte form of _small_int_lists; else None. The bytes
+    are those the record was decoded from, so the lists are the record's, read without the tuples."""
+    size = len(data)
+    if size < 2 or data[0] != 0x90 + len(R.TopicCreated._fields) or data[1] != R.TopicCreated.KIND:
+        return None
+    p = 1
+    for _ in range(R.HEADER_LEN + 1):   # the header fields (ints) and the topic (a str)
+        if p >= size:
+            return None
+        b = data[p]
+        if b < 0x80 or b >= 0xe0:
+            p += 1
+        elif 0xa0 <= b <= 0xbf:
+            p += 1 + (b & 0x1f)
+        elif b in _INT_WIDTHS:
+            p += 1 + _INT_WIDTHS[b]
+        elif b in _STR_WIDTHS:
+            width = _STR_WIDTHS[b]
+            p += 1 + width + int.from_bytes(data[p + 1:p + 1 + width], "big")
+        else:
+            return None
+    if p + 5 > size or data[p] not in (0xdc, 0xdd):   # (n >= 16: not a fixarray)
+        return None
+    width = 2 if data[p] == 0xdc else 4
+    if int.from_bytes(data[p + 1:p + 1 + width], "big") != n:
+        return None
+    p += 1 + width
+    body = np.frombuffer(data[p:p + 16 * n], np.uint8)   # at most 16 bytes a partition in this form
+    head = (body & 0xf0) == 0x90
+    other = np.flatnonzero(~(head | (body < 0x80) | (body >= 0xe0)))
+    limit = int(other[0]) if other.size else len(body)
+    heads = np.flatnonzero(head[:limit])
+    if len(heads) < n or heads[0] != 0:
+        return None
+    counts = (body[heads[:n]] & 0x0f).astype(np.int64)
+    end = int(heads[n - 1]) + 1 + int(counts[-1])
+    # each header followed by exactly its count of values, the last one's values before anything else
+    if end > limit or (len(heads) > n and heads[n] < end) \
+            or not np.array_equal(np.diff(heads[:n]) - 1, counts[:-1]):
+        return None
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return ListColumn(offsets, body[:end][~head[:end]].view(np.int8).astype(np.int64))
 
 
 def _topics_created_by_record(ref, positions, recs):
@@ -987,7 +1087,10 @@ def chunk_columns(chunk: Chunk) -> list[tuple[int, list]]:
     (:func:`column_values` turns any of them into Python values)."""
     out = []
     for kind, (positions, recs) in chunk.groups.items():
-        columns = _BUILDERS[kind](chunk.ref, positions, recs)
+        if kind == R.TopicCreated.KIND and chunk.raw:
+            columns = _topics_created(chunk.ref, positions, recs, chunk.raw)
+        else:
+            columns = _BUILDERS[kind](chunk.ref, positions, recs)
         out.append((len(columns[2]), columns))
     for position, batch in chunk.columnar:
         out.append((batch.n, _COLUMNAR_BUILDERS[batch.kind](chunk.ref, position, batch)))
