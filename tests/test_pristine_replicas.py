@@ -191,3 +191,22 @@ def test_a_failed_log_dir_a_config_change_and_a_deletion(monkeypatch):
           - {at: 22s, action: set_config, entity: broker, config: min.insync.replicas, value: 1}
           - {at: 25s, action: elect_preferred}
         """), "<rows under faults>"), monkeypatch)
+
+
+def test_a_restart_with_some_logs_on_disk(monkeypatch):
+    """A restarted broker's LeaderAndIsr mixes followers with a log on disk (written to before) and without."""
+    same(parse_scenario(textwrap.dedent("""
+        name: restart
+        duration: 30s
+        cluster:
+          brokers: [0, 1, 2, 3]
+          configs: {replica.lag.time.max.ms: 3000, zookeeper.session.timeout.ms: 6000}
+        topics: [{name: t0, partitions: 300, replication_factor: 3}, {name: t1, partitions: 200, replication_factor: 2}]
+        workload:
+          producers: [{topics: [t0, t1], rate_per_s: 100, acks: all, start: 1s, stop: 25s, configs: {linger.ms: 0}}]
+        steps:
+          - {at: 6s, action: kill_broker, broker: 1}
+          - {at: 9s, action: start_broker, broker: 1}
+          - {at: 14s, action: kill_broker, broker: 2}
+          - {at: 16s, action: start_broker, broker: 2}
+        """), "<restart>"), monkeypatch)
