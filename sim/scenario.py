@@ -555,7 +555,10 @@ class _Parser:
             level = list(nxt.values())
 
     def value(self, node: yaml.Node):
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.YAMLError as e:     # a tag the safe loader has no constructor for (!!python/int ...)
+            self.yaml_error(e)
 
     @staticmethod
     def line(node: yaml.Node) -> int:
