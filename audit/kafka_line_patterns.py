@@ -362,7 +362,7 @@ def _group(patterns: tuple[str, ...]) -> dict[str, re.Pattern]:
     return {k: re.compile("|".join(f"(?:{p})" for p in ps)) for k, ps in groups.items()}
 
 
-_KNOWN = _group(CONTROLLER_MESSAGES)
+_KNOWN = KNOWN_BY_KEY = _group(CONTROLLER_MESSAGES)   # dispatch key -> the catalogue's patterns for it
 
 
 # The dispatch keys (first words) of the lines KRAFT_STATE_CHANGE and SINCE_2_6 match.

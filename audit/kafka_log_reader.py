@@ -53,6 +53,8 @@ _KEYS: dict[str, str] = {}   # a message's first word -> its dispatch key (pat.d
 _KRAFT_STATE_CHANGE_KEYS = pat.KRAFT_STATE_CHANGE_KEYS
 _EARLY_KRAFT_LINES = 100_000   # broker lines kept while a file has shown no KRaft evidence yet
 _SINCE_2_6_KEYS = pat.SINCE_2_6_KEYS
+_KNOWN_BY_KEY = pat.KNOWN_BY_KEY
+_new_row = tuple.__new__                 # AuditRow(...) without the Python call of its generated __new__
 
 
 @dataclass
@@ -261,7 +263,8 @@ class KafkaLogReader:
                 return
             self._flush_pending()
         self._made_row = False
-        word = body.partition(" ")[0]
+        cut = body.find(" ")
+        word = body[:cut] if cut >= 0 else body
         key = _KEYS.get(word)
         if key is None:
             key = pat.dispatch_key(word)
@@ -358,11 +361,13 @@ class KafkaLogReader:
     def _dispatch(self, key: str, body: str) -> str:
         if key == "sending" and self._on_request_line(body):
             return "other"
-        for pattern, handler in _ROW_TEMPLATES.get(key, ()):
-            m = pattern.match(body)
-            if m is not None and handler(self, m) is not None:
-                return "row" if self._made_row else "other"
-        return "other" if pat.is_known_controller_message(body, key) else "not_understood"
+        for pattern, handler, needle in _ROW_TEMPLATES.get(key, ()):
+            if needle is None or needle in body:
+                m = pattern.match(body)
+                if m is not None and handler(self, m) is not None:
+                    return "row" if self._made_row else "other"
+        known = _KNOWN_BY_KEY.get(key)
+        return "other" if known is not None and known.match(body) is not None else "not_understood"
 
     def _elector_line(self, body: str) -> str:
         m = pat.ELECTED_LEADER.match(body)
@@ -443,9 +448,9 @@ class KafkaLogReader:
     def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
              leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
         item = self._item
-        return AuditRow(self.run_id, item[2], item[3], item[1], kind, self._cid, self._epoch, self._ts_ms(item[5]),
-                        entity, topic, partition, replica, frm, to, leader, leader_epoch, isr, replicas,
-                        unclean, error)
+        return _new_row(AuditRow, (self.run_id, item[2], item[3], item[1], kind, self._cid, self._epoch,
+                                   self._ts_ms(item[5]), entity, topic, partition, replica, frm, to, leader,
+                                   leader_epoch, isr, replicas, unclean, error))
 
     def _emit(self, row: AuditRow) -> list:
         if row.kind == PARTITION_TRANSITION:
@@ -727,30 +732,33 @@ class KafkaLogReader:
         self._hints.add("0.8.0")
 
 
-# First word of the message body -> the templates tried for it, in order.
+# First word of the message body -> the templates tried for it, in order, each with a text the body must
+# hold for it to match (None: none), so that the ones that cannot are not run.
 _ROW_TEMPLATES: dict[str, tuple] = {
-    "changed": ((pat.REPLICA_CHANGED, KafkaLogReader._on_replica_changed),
-                (pat.PARTITION_CHANGED_STATE, KafkaLogReader._on_partition_state),
-                (pat.PARTITION_CHANGED_LEADER, KafkaLogReader._on_partition_leader),
-                (pat.PARTITION_CHANGED_WITH_STATE, KafkaLogReader._on_partition_with_state)),
-    "initiated": ((pat.REPLICA_FAILED, KafkaLogReader._on_replica_failed),
-                  (pat.PARTITION_FAILED_OLD, KafkaLogReader._on_partition_failed)),
-    "failed": ((pat.PARTITION_FAILED, KafkaLogReader._on_partition_failed),),
-    "partition": ((pat.ISR_REMOVED, KafkaLogReader._on_isr_removed),),
-    "new": ((pat.NEW_LEADER_AND_ISR, KafkaLogReader._on_new_leader_and_isr),),
-    "selected": ((pat.SELECTED_OFFLINE_LEADER, KafkaLogReader._on_selected_leader),),
-    "no": ((pat.UNCLEAN_WARNING, KafkaLogReader._on_unclean_warning),),
-    "controller": ((pat.ELECTED_OLD, KafkaLogReader._on_elected_with_id),),
-    "incremented": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0),),
-    "epoch": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0),),
-    "#": ((pat.ELECTED, KafkaLogReader._on_elected_with_id),),
-    "ready": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve),),
-    "broker": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve),
-               (pat.RESIGNED, KafkaLogReader._on_resigned)),
-    "resigned": ((pat.RESIGNED, KafkaLogReader._on_resigned),),
-    "starting": ((pat.DELETION_STARTED, KafkaLogReader._on_deletion_started),),
-    "deletion": ((pat.DELETION_COMPLETED, KafkaLogReader._on_deletion_completed),),
-    "initializing": ((pat.INITIALIZING_LEADER_AND_ISR, KafkaLogReader._on_request_state),),
-    "after": ((pat.LEADER_CACHE_UPDATED, KafkaLogReader._on_request_state),),
-    "isr": ((pat.ISR_UPDATED, KafkaLogReader._on_isr_updated),),
+    "changed": ((pat.REPLICA_CHANGED, KafkaLogReader._on_replica_changed, "hanged state of replica "),
+                (pat.PARTITION_CHANGED_STATE, KafkaLogReader._on_partition_state, " state from "),
+                (pat.PARTITION_CHANGED_LEADER, KafkaLogReader._on_partition_leader, " with leader "),
+                (pat.PARTITION_CHANGED_WITH_STATE, KafkaLogReader._on_partition_with_state, " with state ")),
+    "initiated": ((pat.REPLICA_FAILED, KafkaLogReader._on_replica_failed, None),
+                  (pat.PARTITION_FAILED_OLD, KafkaLogReader._on_partition_failed, None)),
+    "failed": ((pat.PARTITION_FAILED, KafkaLogReader._on_partition_failed, None),),
+    "partition": ((pat.ISR_REMOVED, KafkaLogReader._on_isr_removed, None),),
+    "new": ((pat.NEW_LEADER_AND_ISR, KafkaLogReader._on_new_leader_and_isr, "New leader and ISR for partition "),),
+    "selected": ((pat.SELECTED_OFFLINE_LEADER, KafkaLogReader._on_selected_leader, None),),
+    "no": ((pat.UNCLEAN_WARNING, KafkaLogReader._on_unclean_warning, ". Elect leader "),),
+    "controller": ((pat.ELECTED_OLD, KafkaLogReader._on_elected_with_id, " incremented epoch to "),),
+    "incremented": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0, None),),
+    "epoch": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0, None),),
+    "#": ((pat.ELECTED, KafkaLogReader._on_elected_with_id, None),),
+    "ready": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve, None),),
+    "broker": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve, None),
+               (pat.RESIGNED, KafkaLogReader._on_resigned, None)),
+    "resigned": ((pat.RESIGNED, KafkaLogReader._on_resigned, None),),
+    "starting": ((pat.DELETION_STARTED, KafkaLogReader._on_deletion_started,
+                  "Starting topic deletion for topics "),),
+    "deletion": ((pat.DELETION_COMPLETED, KafkaLogReader._on_deletion_completed, None),),
+    "initializing": ((pat.INITIALIZING_LEADER_AND_ISR, KafkaLogReader._on_request_state,
+                      "Initializing leader and isr for partition "),),
+    "after": ((pat.LEADER_CACHE_UPDATED, KafkaLogReader._on_request_state, None),),
+    "isr": ((pat.ISR_UPDATED, KafkaLogReader._on_isr_updated, None),),
 }

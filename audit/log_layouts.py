@@ -67,10 +67,11 @@ _D = "[0-9]"
 _FAST_LEVEL = "(INFO|DEBUG|TRACE|WARN|ERROR|WARNING|FATAL)"
 
 
-def _fast_patterns(nl: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
-    """Kafka's and Strimzi's fast patterns: for one line (``nl`` empty), or (``nl`` ``\\n``, ``re.M``) to be
-    matched at the start of a line in a block of lines joined by ``\\n``; there no class takes a line end
-    and ``$`` is the line's end, so that on a line of a block each gives what it gives on the line alone."""
+def _fast_patterns(nl: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """Kafka's (with a logger, and any) and Strimzi's fast patterns: for one line (``nl`` empty), or (``nl``
+    ``\\n``, ``re.M``) to be matched at the start of a line in a block of lines joined by ``\\n``; there no
+    class takes a line end and ``$`` is the line's end, so that on a line of a block each gives what it
+    gives on the line alone."""
     space = r"[^\S\n]" if nl else r"\s"
     prefix = rf"(?:\[([^\[\]{nl}]*)\][:,]? ?)?"
     prefix_sep = rf"(\[([^\[\]{nl}]*)\][:,]? ?)?"         # with its separator, as a group of its own
@@ -78,6 +79,13 @@ def _fast_patterns(nl: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
     kafka = re.compile(
         rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
         rf"(?:({prefix}(.*)) \(([^\s()=]+)\){space}*|({prefix}(.*)))$", flags)
+    # The first alternative of ``kafka`` alone (the lines that print a logger), its body's group ending after
+    # the space before " (": a group that ends just before it keeps the regex engine from skipping from
+    # space to space as it looks for the logger from the line's end (a quarter of the instructions of a
+    # match). Groups: ts, level, prefix with its separator, prefix, body and a space, logger.
+    logged = re.compile(
+        rf"\[({_D}{{4}}-{_D}{_D}-{_D}{_D} {_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}})\] {_FAST_LEVEL} "
+        rf"{prefix_sep}(.* )\(([^\s()=]+)\){space}*$", flags)
     # Strimzi's layout, "%d{ISO8601} %p %m (%c) [%t]", as _dated reads it when the dash layout does not fit
     # (the negative lookahead is DATED's dash alternative), with split_logger's logger and _dated's thread.
     # Groups: ts, level, prefix with its separator, prefix, logger, thread; the message starts at 25 +
@@ -88,11 +96,11 @@ def _fast_patterns(nl: str, flags: int = 0) -> tuple[re.Pattern, re.Pattern]:
         rf"({_D}{{4}}-{_D}{_D}-{_D}{_D}[ T]{_D}{_D}:{_D}{_D}:{_D}{_D},{_D}{{3}}) {_FAST_LEVEL} "
         rf"(?!{space}|(?:\[[^\]{nl}]*\]{space}+)?[A-Za-z_$][\w$.]*(?::(?:\d+|\?))?{space}+-{space})"
         rf"{prefix_sep}.* \(([^ (={nl}]+)\) \[([^\[\]{nl}]*)\]$", flags)
-    return kafka, strimzi
+    return logged, kafka, strimzi
 
 
-_KAFKA_FASTEST, _STRIMZI_FAST = _fast_patterns("")
-_KAFKA_FASTEST_BLOCK, _STRIMZI_FAST_BLOCK = _fast_patterns(r"\n", re.M)
+_KAFKA_LOGGED, _KAFKA_FASTEST, _STRIMZI_FAST = _fast_patterns("")
+_KAFKA_LOGGED_BLOCK, _KAFKA_FASTEST_BLOCK, _STRIMZI_FAST_BLOCK = _fast_patterns(r"\n", re.M)
 
 _TS_MATCH = re.compile(_TS).match
 KAFKA = re.compile(r"\[" + _TS + r"\]\s+" + _LEVEL + r"\s+(?P<msg>.*)$")
@@ -359,9 +367,10 @@ class LineSplitter:
         # every line of a Kafka log, and a call per line would halve the reading speed.
         kafka, dated, layouts, parse, streams = _kafka, _dated, self.layouts, self._parse, self._streams
         if self._fast_paths:
-            fastest_match, fast_match, strimzi_match = _KAFKA_FASTEST.match, _KAFKA_FAST.match, _STRIMZI_FAST.match
+            logged_match, fastest_match, fast_match = _KAFKA_LOGGED.match, _KAFKA_FASTEST.match, _KAFKA_FAST.match
+            strimzi_match = _STRIMZI_FAST.match
         else:
-            fastest_match = fast_match = strimzi_match = _no_match
+            logged_match = fastest_match = fast_match = strimzi_match = _no_match
         stack_line = STACK_TRACE_LINE.match
         fast = strimzi = 0
         try:
@@ -371,6 +380,16 @@ class LineSplitter:
                     text = text.rstrip("\r\n")
                 first = text[:1]
                 if first == "[" and self._first is kafka:
+                    m = logged_match(text)
+                    if m is not None:
+                        if not fast:
+                            streams.add(None)
+                        fast += 1
+                        ts, level, full, prefix, body, logger = m.groups()
+                        body = body[:-1]
+                        yield (LOG, no, source, no, body if full is None else full + body, ts, level, logger, None,
+                               None, prefix, body)
+                        continue
                     m = fastest_match(text)
                     if m is not None:
                         if not fast:
@@ -448,9 +467,10 @@ class LineSplitter:
         fewer for nearly every line of a Kafka log). Everything else about a line is as in :meth:`split`."""
         kafka, dated, layouts, streams = _kafka, _dated, self.layouts, self._streams
         if self._fast_paths:
-            fastest_match, strimzi_match = _KAFKA_FASTEST_BLOCK.match, _STRIMZI_FAST_BLOCK.match
+            logged_match, fastest_match = _KAFKA_LOGGED_BLOCK.match, _KAFKA_FASTEST_BLOCK.match
+            strimzi_match = _STRIMZI_FAST_BLOCK.match
         else:
-            fastest_match = strimzi_match = _no_match
+            logged_match = fastest_match = strimzi_match = _no_match
         stack_line, line_items = STACK_TRACE_LINE.match, self._line_items
         no = fast = strimzi = 0
         try:
@@ -465,6 +485,17 @@ class LineSplitter:
                     first = block[pos:pos + 1]
                     if first == "[":
                         if self._first is kafka:
+                            m = logged_match(block, pos)
+                            if m is not None:
+                                if not fast:
+                                    streams.add(None)
+                                fast += 1
+                                ts, level, full, prefix, body, logger = m.groups()
+                                body = body[:-1]
+                                yield (LOG, no, source, no, body if full is None else full + body, ts, level, logger,
+                                       None, None, prefix, body)
+                                pos = m.end() + 1
+                                continue
                             m = fastest_match(block, pos)
                             if m is not None:
                                 if not fast:
