@@ -91,7 +91,7 @@ from audit.rows import (
     REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED,
     AuditRow,
 )
-from audit.row_columns import RowGroup, decode_row_batches
+from audit.row_columns import RowGroup, decode_row_batches, element_count
 from events import records as R
 from events.codec import check_record_types
 from events.columns import COLUMN_KINDS, EXT_COLUMNS, ColumnBatch, ColumnBatchError, DictColumn, ListColumn
@@ -283,7 +283,8 @@ def _decode_batch(batch: Batch) -> tuple[list, list]:
     payload = batch.payload
     hook = _ExtHook()
     try:
-        walked = _walk_elements(payload, hook)
+        # Fewer elements than records: columnar batches among them, decoded where they lie.
+        walked = _walk_elements(payload, hook) if element_count(payload) < batch.record_count else None
         if walked is None:
             hook = _ExtHook()
             walked = _unpack_elements(payload, hook)

@@ -37,7 +37,7 @@ from events import records as R
 from events.codec import _TYPES
 from events.columns import DictColumn, ListColumn
 
-__all__ = ["RowGroup", "decode_row_batches"]
+__all__ = ["RowGroup", "decode_row_batches", "element_count"]
 
 # Token categories.
 _OTHER, _INT, _NIL, _BOOL, _STR, _ARRAY = range(6)
@@ -221,7 +221,7 @@ def _record_ranges(payload: bytes, n: int) -> tuple[int, list[int]] | None:
     return first, ends
 
 
-def _element_count(payload: bytes) -> int:
+def element_count(payload: bytes) -> int:
     """The number of elements of the payload's top-level array, from its header alone (-1: not an array)."""
     b = payload[0] if payload else -1
     if 0x90 <= b <= 0x9f:
@@ -234,7 +234,7 @@ def _element_count(payload: bytes) -> int:
 def _decode(batches, wanted, slow_kinds) -> tuple[dict, dict] | list[int] | None:
     # Fewer elements than records: a columnar batch among them (or damage), for the existing way, found
     # before any payload is copied into an Unpacker.
-    aside = [i for i, (payload, _, n, _) in enumerate(batches) if _element_count(payload) != n]
+    aside = [i for i, (payload, _, n, _) in enumerate(batches) if element_count(payload) != n]
     if aside:
         return aside
     pieces, starts_l, ends_l, shifts, expected = [], [], [], [], []
