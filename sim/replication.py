@@ -895,7 +895,11 @@ class Replication:
             skip = truncations or errors
             # Each partition once, in first-seen order ({**a, **b, **c} is made in C; a partition's second
             # visit would decide as its first did). The loop adds to ``watch``: it runs over a copy.
-            for tp in {**pending, **watch, **offsets}:
+            if watch:
+                keys = {**pending, **watch, **offsets} if pending or offsets else tuple(watch)
+            else:
+                keys = ({**pending, **offsets} if offsets else pending) if pending else offsets
+            for tp in keys:
                 if skip and (tp in truncations or tp in errors):
                     continue
                 rep = reps.get(tp)
