@@ -34,8 +34,8 @@ from audit.checks import (
     UNCLEAN_ELECTION, ZOMBIE_WRITE, Report, build_report, violation,
 )
 from audit.rows import (
-    COLUMNS, CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
-    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow,
+    CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
+    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TRANSITION_FAILED, AuditRow, arrow_table,
 )
 from statemachines.states import ONLINE_PARTITION, REPLICA_DELETION_INELIGIBLE
 
@@ -52,7 +52,7 @@ def audit(rows, *, limit: int | None = None, threads: int | None = None) -> Repo
     with the columns of :func:`audit.rows.arrow_schema`, plain or dictionary-encoded strings); list at most
     ``limit`` violations and at most ``limit`` findings (the counts are always exact). ``threads`` (default: the
     cores) check runs, and the parts of a run, side by side: numpy lets go of the interpreter in its loops."""
-    table = _table(rows)
+    table = arrow_table(rows)
     workers = max(1, threads if threads is not None else (os.cpu_count() or 1))
     if workers == 1 or table.num_rows < _PARALLEL_ROWS:
         return _Audit(table, None).report(limit)
@@ -72,20 +72,6 @@ def transition_times(table):
     timed = pc.and_(pc.is_in(kind, value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
                     pc.is_valid(table["time_ms"]))
     return table["time_ms"].filter(timed).to_numpy()
-
-
-def _table(rows):
-    import pyarrow as pa
-    if isinstance(rows, pa.RecordBatchReader):
-        rows = rows.read_all()
-    elif isinstance(rows, pa.RecordBatch):
-        rows = pa.Table.from_batches([rows])
-    if not isinstance(rows, pa.Table):
-        raise TypeError(f"audit takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(rows).__name__}")
-    missing = [c for c in COLUMNS if c not in rows.column_names]
-    if missing:
-        raise ValueError(f"the rows lack the audit columns {', '.join(missing)} (see audit.rows.arrow_schema)")
-    return rows.select(list(COLUMNS))
 
 
 # --- columns as numpy ---------------------------------------------------------------------------------------

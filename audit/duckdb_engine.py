@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from audit.checks import ALL_FINDING_KINDS, ALL_VIOLATION_KINDS, Report
-from audit.rows import COLUMNS, arrow_schema
+from audit.rows import COLUMNS, arrow_schema, arrow_table
 from audit.sql_checks import COUNTS_SQL, FOUND, STATS_SQL, STEPS, legal_table, listed_sql, report_of
 
 __all__ = ["audit", "audit_parquet", "available"]
@@ -38,19 +38,10 @@ def audit(rows, *, limit: int | None = None, threads: int | None = None) -> Repo
     """Run every check over ``rows``: a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader`` with the
     columns of :func:`audit.rows.arrow_schema`; list at most ``limit`` violations and at most ``limit``
     findings (counts are exact). ``threads``: DuckDB's (default: every core)."""
-    import pyarrow as pa
-    if isinstance(rows, pa.RecordBatchReader):
-        rows = rows.read_all()
-    elif isinstance(rows, pa.RecordBatch):
-        rows = pa.Table.from_batches([rows])
-    if not isinstance(rows, pa.Table):
-        raise TypeError(f"audit takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(rows).__name__}")
-    missing = [c for c in COLUMNS if c not in rows.column_names]
-    if missing:
-        raise ValueError(f"the rows lack the audit columns {', '.join(missing)} (see audit.rows.arrow_schema)")
+    rows = arrow_table(rows)
     con = _connect(threads)
     try:
-        con.register("arrow_rows", rows.select(list(COLUMNS)))
+        con.register("arrow_rows", rows)
         con.execute("CREATE TEMP VIEW audit_rows AS SELECT * FROM arrow_rows")
         return _run(con, limit)
     finally:

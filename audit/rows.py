@@ -84,6 +84,22 @@ def arrow_schema(dictionary: bool = False):
     ])
 
 
+def arrow_table(rows):
+    """``rows`` (a ``pyarrow.Table``, ``RecordBatch`` or ``RecordBatchReader``) as a Table of the audit's columns in
+    their order: what the Arrow engines take. A TypeError for anything else, a ValueError naming missing columns."""
+    import pyarrow as pa
+    if isinstance(rows, pa.RecordBatchReader):
+        rows = rows.read_all()
+    elif isinstance(rows, pa.RecordBatch):
+        rows = pa.Table.from_batches([rows])
+    if not isinstance(rows, pa.Table):
+        raise TypeError(f"audit takes a pyarrow Table, RecordBatch or RecordBatchReader, not {type(rows).__name__}")
+    missing = [c for c in COLUMNS if c not in rows.column_names]
+    if missing:
+        raise ValueError(f"the rows lack the audit columns {', '.join(missing)} (see audit.rows.arrow_schema)")
+    return rows.select(list(COLUMNS))
+
+
 def rows_to_arrow(rows: list[AuditRow]):
     """A ``pyarrow.RecordBatch`` of ``rows`` in :func:`arrow_schema`."""
     import pyarrow as pa

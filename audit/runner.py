@@ -425,6 +425,23 @@ def _audit_spark(inputs: list[AuditInput], limit: int | None, master: str | None
     return report, _timeline(timeline.lo, timeline.width, timeline.counts, report)
 
 
+def _event_log_tables(inputs: list[AuditInput], *, dictionary: bool = False) -> list:
+    """Each event-log input's rows as an Arrow table (``read_log_table``); a damaged log's error and torn tails
+    go on its input, its rows before the damage are kept."""
+    from audit.spark_source import read_log_table
+    tables = []
+    for i in inputs:
+        if i.type != EVENT_LOG:
+            continue
+        stats = ReadStats()
+        table, error = read_log_table(i.path, dictionary=dictionary, stats=stats)
+        if error is not None:
+            i.error = error
+        i.notes += [str(t) for t in stats.torn_tails]
+        tables.append(table)
+    return tables
+
+
 def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
     """The checks as array operations in process (:mod:`audit.columnar_engine`) over one Arrow table of every
     input: event logs read column-wise with their strings as dictionaries, Parquet files, Kafka logs' rows."""
@@ -432,21 +449,9 @@ def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report
 
     from audit import columnar_engine
     from audit.rows import arrow_schema, rows_to_arrow
-    from audit.spark_source import arrow_batches
 
     schema = arrow_schema(dictionary=True)
-    batches: list = []
-    for i in inputs:
-        if i.type != EVENT_LOG:
-            continue
-        stats = ReadStats()
-        try:
-            for ref in discover_segments([i.path]):
-                batches.extend(arrow_batches(ref, stats=stats, dictionary=True))
-        except LogError as exc:  # the rows before the damage are audited; the input is reported
-            i.error = str(exc)
-        i.notes += [str(t) for t in stats.torn_tails]
-    tables = [pa.Table.from_batches(batches, schema=schema)]
+    tables = [schema.empty_table()] + _event_log_tables(inputs, dictionary=True)
     tables += [parquet_table(f).cast(schema) for f in _checked_parquet_files(inputs)]
     kafka_rows, kraft_rows = _read_kafka_logs(inputs)
     if kafka_rows:
@@ -518,29 +523,16 @@ def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, 
     """The checks as SQL on DuckDB in process (:mod:`audit.duckdb_engine`) over one Arrow table of every input:
     event logs read column-wise (``arrow_batches``), Parquet files, Kafka logs' rows."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from audit import duckdb_engine
+    from audit.columnar_engine import transition_times
     from audit.rows import COLUMNS, arrow_schema, rows_to_arrow
-    from audit.spark_source import arrow_batches
 
     if not duckdb_engine.available():
         raise ImportError("--engine duckdb needs the duckdb package (pip install duckdb)")
     schema = arrow_schema()
-    batches: list = []
-    for i in inputs:
-        if i.type != EVENT_LOG:
-            continue
-        stats = ReadStats()
-        try:
-            for ref in discover_segments([i.path]):
-                for batch in arrow_batches(ref, stats=stats):
-                    batches.append(batch)
-        except LogError as exc:  # the rows before the damage are audited; the input is reported
-            i.error = str(exc)
-        i.notes += [str(t) for t in stats.torn_tails]
-    tables = [pa.Table.from_batches(batches, schema=schema)]
+    tables = [schema.empty_table()] + _event_log_tables(inputs)
     tables += [pq.read_table(f, columns=list(COLUMNS)).select(list(COLUMNS)).cast(schema)
                for f in _checked_parquet_files(inputs)]
     kafka_rows, kraft_rows = _read_kafka_logs(inputs)
@@ -550,9 +542,7 @@ def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, 
     report = duckdb_engine.audit(table, limit=limit)
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
-    timed = table.filter(pc.and_(pc.is_in(table["kind"], value_set=pa.array([REPLICA_TRANSITION, PARTITION_TRANSITION])),
-                                 pc.is_valid(table["time_ms"])))
-    return report, timeline_of(timed["time_ms"].to_pylist(), report)
+    return report, timeline_of_times(transition_times(table), report)
 
 
 def _checked_parquet_files(inputs: list[AuditInput]) -> list[str]:

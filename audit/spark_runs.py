@@ -70,28 +70,21 @@ def audit_run(kind: str, name: str, what, *, limit: int | None) -> RunResult:
     import pyarrow as pa
 
     from audit import columnar_engine
-    from audit.log_rows import ReadStats, discover_segments
+    from audit.log_rows import ReadStats
     from audit.rows import arrow_schema
-    from events.log import LogError
 
     schema = arrow_schema(dictionary=True)
     error, notes = None, []
     if kind == "log":
-        from audit.spark_source import arrow_batches
+        from audit.spark_source import read_log_table
         if not os.path.isdir(what):
             import socket
             return RunResult(name, columnar_engine.audit(schema.empty_table(), limit=limit),
                              error=f"{what} is not a directory on {socket.gethostname()}: on a cluster the logs "
                                    f"must be on a file system every executor shares")
-        batches: list = []
         stats = ReadStats()
-        try:
-            for ref in discover_segments([what]):
-                batches.extend(arrow_batches(ref, stats=stats, dictionary=True))
-        except LogError as exc:   # the rows before the damage are audited; the input is reported
-            error = str(exc)
+        table, error = read_log_table(what, dictionary=True, stats=stats)
         notes = [str(t) for t in stats.torn_tails]
-        table = pa.Table.from_batches(batches, schema=schema)
     else:
         from audit.export import parquet_table
         tables = [parquet_table(f).cast(schema) for f in what]

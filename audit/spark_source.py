@@ -105,6 +105,23 @@ def arrow_batches(ref: SegmentRef, chunk_records: int = CHUNK_RECORDS, stats: Re
         del batches
 
 
+def read_log_table(log_dir: str, *, dictionary: bool = False, stats: ReadStats | None = None):
+    """Every segment of the event log in ``log_dir`` as one Arrow table (:func:`arrow_batches`), and the error
+    that stopped the reading (``None`` when it read to the end): the rows before a damaged record are kept, as
+    the in-process reader keeps them. ``stats`` is filled in (torn tails)."""
+    import pyarrow as pa
+
+    from events.log import LogError
+    batches: list = []
+    error = None
+    try:
+        for ref in discover_segments([log_dir]):
+            batches.extend(arrow_batches(ref, stats=stats, dictionary=dictionary))
+    except LogError as exc:
+        error = str(exc)
+    return pa.Table.from_batches(batches, schema=arrow_schema(dictionary)), error
+
+
 def _first_misfit(ref: SegmentRef, parts: list, schema, exc: Exception, pa) -> RowError:
     """The error for the chunk's first record, in log order, with a value that does not fit its Arrow column
     (the chunk's parts are per kind: the first part to fail need not hold the first such record)."""
