@@ -53,6 +53,7 @@ _KEYS: dict[str, str] = {}   # a message's first word -> its dispatch key (pat.d
 _KRAFT_STATE_CHANGE_KEYS = pat.KRAFT_STATE_CHANGE_KEYS
 _EARLY_KRAFT_LINES = 100_000   # broker lines kept while a file has shown no KRaft evidence yet
 _SINCE_2_6_KEYS = pat.SINCE_2_6_KEYS
+_SINCE_2_6, _KRAFT_STATE_CHANGE = pat.SINCE_2_6.match, pat.KRAFT_STATE_CHANGE.match
 _KNOWN_BY_KEY = pat.KNOWN_BY_KEY
 _new_row = tuple.__new__                 # AuditRow(...) without the Python call of its generated __new__
 
@@ -278,7 +279,7 @@ class KafkaLogReader:
         kind = role[0]
         if logger == "state.change.logger":
             self._state_change_lines += 1
-            if key in _KRAFT_STATE_CHANGE_KEYS and pat.is_kraft_state_change(key, body):
+            if key in _KRAFT_STATE_CHANGE_KEYS and _KRAFT_STATE_CHANGE(body) is not None:   # pat.is_kraft_state_change
                 kind = "kraft"
             if key in _KRAFT_BROKER_KEYS and role[0] == "broker":
                 if self._kraft_lines or kind == "kraft":
@@ -305,7 +306,7 @@ class KafkaLogReader:
                     eras[ERA_1_0] = 1            # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
             elif kind == "controller-old":
                 eras[ERA_0_8] += 1               # "[Controller N]: "
-        if key in _SINCE_2_6_KEYS and not eras[ERA_2_6] and pat.is_since_2_6(key, body):
+        if key in _SINCE_2_6_KEYS and not eras[ERA_2_6] and _SINCE_2_6(body) is not None:   # pat.is_since_2_6
             eras[ERA_2_6] = 1
         if lclass == _L_OTHER or kind == "broker":
             category = "other"                   # broker, network, log manager, ZooKeeper client ...

@@ -1,15 +1,15 @@
 """Read Kafka's own ``state-change.log`` and ``controller.log`` (Kafka 0.8 to 4.x) into audit rows.
 
 One file is one run (``run_id`` derived from the file name); every row's ``position`` and
-``seq`` are its 1-based line number, ``source`` the path. The file is streamed line by line
-(plain or gzip-compressed text), its lines taken apart by ``audit.log_layouts`` (any layout: Kafka's,
-Strimzi's, custom ones, docker-compose or Kubernetes prefixes, JSON lines from log shippers) and
-read by :class:`audit.kafka_log_reader.KafkaLogReader`; nothing on a bad line raises — lines not
-understood are counted and sampled. Lines may end with LF, CRLF or, in a file with no LF at all, CR
-alone. :class:`KafkaLogError` is raised for a file that cannot be read as text at all (missing, a
-directory, empty, binary content, a truncated or corrupt gzip stream) and by :func:`read_kafka_log`
-for a file none of whose lines is understood (not a Kafka log, or in a layout not known): such a
-file is not "clean with 0 rows".
+``seq`` are its 1-based line number, ``source`` the path. The file is streamed a block of lines at a
+time (plain or gzip-compressed text, :func:`iter_text_blocks`), its lines taken apart by
+``audit.log_layouts`` (any layout: Kafka's, Strimzi's, custom ones, docker-compose or Kubernetes
+prefixes, JSON lines from log shippers) and read by :class:`audit.kafka_log_reader.KafkaLogReader`;
+nothing on a bad line raises — lines not understood are counted and sampled. Lines may end with LF,
+CRLF or, in a file with no LF at all, CR alone. :class:`KafkaLogError` is raised for a file that cannot
+be read as text at all (missing, a directory, empty, binary content, a truncated or corrupt gzip
+stream) and by :func:`read_kafka_log` for a file none of whose lines is understood (not a Kafka log,
+or in a layout not known): such a file is not "clean with 0 rows".
 
 Several files can be read as one run: a rotated set (``state-change.log``, ``.1``,
 ``.2024-01-01-10``, oldest first: :func:`read_kafka_logs`) or several brokers' files merged by

@@ -36,10 +36,13 @@ split (:func:`split_prefix`): ``prefix`` is the text of the bracket that opens i
 module's business. Other items have None in both.
 
 Kafka's layout and Strimzi's, with their usual timestamps, are read by one compiled pattern each that
-also splits the prefix off (the *fast paths*); a line they do not fit exactly goes the general way
-(``tests/test_log_layouts_fast_path.py`` holds the two to the same items). :func:`rotation_order` orders
-a rotated set of files oldest first, :func:`chain` and :func:`merge_by_time` read several files as one
-stream.
+also splits the prefix off (the *fast paths*; Kafka's lines that print a logger by a pattern of their
+own first); a line they do not fit exactly goes the general way (``tests/test_log_layouts_fast_path.py``
+holds the two to the same items). A file read as blocks of lines (:meth:`LineSplitter.split_blocks`)
+is not cut into lines first: the fast patterns are matched at each line's start in the block, and only
+the lines they do not take are cut out of it (``tests/test_log_layouts_blocks.py`` holds the blocks to
+the lines). :func:`rotation_order` orders a rotated set of files oldest first, :func:`chain` and
+:func:`merge_by_time` read several files as one stream.
 """
 from __future__ import annotations
 
