@@ -163,3 +163,55 @@ def test_an_assignment_in_the_one_byte_form_is_read_from_its_bytes(assignment):
 def test_an_assignment_in_another_form_is_not_read_from_its_bytes(assignment):
     data = memoryview(msgpack.packb(topic_created(assignment), use_bin_type=True))
     assert _topic_assignment_bytes(data, len(assignment)) is None
+
+
+# --- end to end: logs whose TopicCreated records sit in row batches and beside columnar batches -------------
+
+def _log_records(offset: int = 0) -> list:
+    created = R.TopicCreated.make(offset=offset, controller_id=1, controller_epoch=3, timestamp_ms=5, topic="big",
+                                  assignment=tuple((i % 7, (i + 1) % 7, (i + 2) % 7)[:1 + i % 3] for i in range(300)),
+                                  configs=())
+    wide = R.TopicCreated.make(offset=offset + 1, topic="wide", assignment=tuple((200 + i, i) for i in range(80)),
+                               configs=())
+    added = R.PartitionsAdded.make(offset=offset + 2, controller_id=1, controller_epoch=3, topic="big",
+                                   assignment=tuple((300 + i, (i % 5,)) for i in range(70)))
+    return [created, wide, added]
+
+
+def _transitions(first: int, n: int):
+    from events.columns import ColumnBatch
+    return ColumnBatch.from_records([
+        R.ReplicaTransition(R.ReplicaTransition.KIND, R.SCHEMA_VERSION, first + i, 1, 3, 6, 0, "big", i, i % 7, 1, 2)
+        for i in range(n)])
+
+
+@pytest.mark.parametrize("columnar", [False, True])
+def test_logs_give_one_row_per_assigned_partition(tmp_path, monkeypatch, columnar):
+    import audit.log_rows as log_rows
+    from audit.log_rows import discover_segments, read_log_rows
+    from audit.rows import TOPIC_CREATED
+    from audit.spark_source import arrow_batches
+    from events.log import FsyncPolicy, LogWriter
+    records = _log_records(1 if columnar else 0)
+    with LogWriter(tmp_path / "log", fsync=FsyncPolicy.none(), batch_records=100) as writer:
+        if columnar:
+            writer.append_columns(_transitions(0, 1))
+        for r in records:
+            writer.append(r)
+        if columnar:
+            writer.append_columns(_transitions(4, 5))
+    expected = [(r.topic, r.offset, p, list(reps)) for r in records
+                for p, reps in (enumerate(r.assignment) if type(r) is R.TopicCreated else r.assignment)]
+    read_from_bytes = []
+    original = log_rows._topic_assignment_bytes
+    monkeypatch.setattr(log_rows, "_topic_assignment_bytes",
+                        lambda *a: read_from_bytes.append(original(*a)) or read_from_bytes[-1])
+    rows = [r for r in read_log_rows([tmp_path / "log"]) if r.kind == TOPIC_CREATED]
+    assert [(r.topic, r.seq, r.partition, r.replicas) for r in rows] == expected
+    assert [c is not None for c in read_from_bytes] == [True, False]   # "wide": replica 200 is two bytes
+    for dictionary in (False, True):
+        table = pa.Table.from_batches([b for ref in discover_segments([str(tmp_path / "log")])
+                                       for b in arrow_batches(ref, dictionary=dictionary)])
+        got = [(d["topic"], d["seq"], d["partition"], d["replicas"]) for d in table.to_pylist()
+               if d["kind"] == TOPIC_CREATED]
+        assert got == expected
