@@ -154,26 +154,39 @@ def _misfit(ref: SegmentRef, columns: list, schema, exc: Exception, pa) -> RowEr
     return RowError(ref.file, at(columns[2], 0), None, f"the records do not fit the audit row schema: {exc}")
 
 
+_CONSTANTS: dict = {}
+
+
+def _const_column(value, n: int, type_, pa):
+    if value is None:
+        return pa.nulls(n, type_)
+    if pa.types.is_dictionary(type_):
+        return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([value], pa.string()))
+    return pa.repeat(pa.scalar(value, type=type_), n)
+
+
 def _arrow_column(column, n: int, type_, pa, mask=None):
     """One Arrow column of a batch from a column of :func:`audit.log_rows.chunk_columns`; the
     columns of columnar batches (numpy arrays, dictionaries, offset/value lists) without a
     Python object per row. ``mask``: True where the value is None."""
     kind = type(column)
+    if kind is Const:
+        # The same constant column (a run's id, a segment's name, a kind's nulls) recurs in every batch: one
+        # immutable array of it is shared, not made again (most of a read's fresh memory).
+        key = (column.value, type(column.value), type_, n)
+        shared = _CONSTANTS.get(key)
+        if shared is None:
+            if len(_CONSTANTS) > 256:
+                _CONSTANTS.clear()
+            shared = _CONSTANTS[key] = _const_column(column.value, n, type_, pa)
+        return shared
     if pa.types.is_dictionary(type_):
-        if kind is Const:
-            if column.value is None:
-                return pa.nulls(n, type_)
-            return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([column.value], pa.string()))
         if kind is Masked:
             return _arrow_column(column.values, n, type_, pa, ~column.valid)
         if kind is DictColumn:
             return pa.DictionaryArray.from_arrays(pa.array(column.codes, pa.int32(), mask=mask),
                                                   pa.array(column.dictionary, pa.string()))
         return pa.array(column, type=type_, mask=mask)
-    if kind is Const:
-        if column.value is None:
-            return pa.nulls(n, type_)
-        return pa.repeat(pa.scalar(column.value, type=type_), n)
     if kind is Masked:
         return _arrow_column(column.values, n, type_, pa, ~column.valid)
     if kind is DictColumn:
