@@ -84,6 +84,25 @@ def baseline(parquet_dir: str) -> tuple[float, int]:
     return time.perf_counter() - t, illegal + broken + int(running[-1] & 1)
 
 
+BASELINE_CHILD = r"""
+import sys, time
+sys.path.insert(0, {root!r}); sys.path.insert(0, {bench!r})
+from bench_audit_columnar import baseline
+t = time.perf_counter(); baseline({parquet!r}); print(time.perf_counter() - t)
+"""
+
+
+def baseline_scaling(parquet: str) -> tuple[float, float]:
+    """The baseline in a process alone (best of two), then in two processes at once (the mean of their times)."""
+    code = BASELINE_CHILD.format(root=ROOT, bench=os.path.join(ROOT, "bench"), parquet=parquet)
+    def run(n: int) -> list[float]:
+        procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        return [float(p.communicate()[0].split()[-1]) for p in procs]
+    alone = min(run(1)[0] for _ in range(2))
+    pair = run(2)
+    return alone, sum(pair) / 2
+
+
 SPARK_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
@@ -152,6 +171,10 @@ def main() -> None:
 
     b, _, _ = timed(lambda: baseline(parquet))
     print(f"baseline (numpy over the Parquet columns)   {b:7.2f} s", flush=True)
+    if len(args.masters) > 1:
+        alone, pair = baseline_scaling(parquet)
+        print(f"baseline, the machine's two cores: alone {alone:.2f} s, two at once {pair:.2f} s each: "
+              f"{2 * alone / pair:.2f}x the work per second (the most local[2] can gain over local[1])", flush=True)
     for threads in args.threads:
         columnar_engine_threads = threads
         orig = columnar_engine.audit
