@@ -255,7 +255,6 @@ class _Audit:
 
     def __init__(self, table, pool: ThreadPoolExecutor | None):
         self.table = table
-        self.pool = pool
         self.lock = threading.Lock()
         self.cols = cols = _Columns(table)
         if pool is not None:    # every column the checks read, side by side

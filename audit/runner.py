@@ -51,7 +51,7 @@ from audit.kafka_text_logs import (
 from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_log_rows
 from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
 from audit.spark_session import physical_memory
-from audit.timeline import TIMELINE_BUCKETS, bucket, bucket_width
+from audit.timeline import TIMELINE_BUCKETS, bucket, bucket_counts
 from events.log import LogError
 from events.segment import SEGMENT_SUFFIX
 
@@ -460,19 +460,7 @@ def _audit_columnar(inputs: list[AuditInput], limit: int | None) -> tuple[Report
     report = columnar_engine.audit(table, limit=limit)
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
-    return report, timeline_of_times(columnar_engine.transition_times(table), report)
-
-
-def timeline_of_times(values, report: Report, counts=None) -> dict:
-    """:func:`timeline_of` times given as a numpy array (``counts``: how many times each value occurs)."""
-    import numpy as np
-    if not len(values):
-        return _timeline(None, None, None, report)
-    lo, hi = int(values.min()), int(values.max())
-    width = bucket_width(lo, hi)
-    buckets = np.clip((values - lo) // width, 0, TIMELINE_BUCKETS - 1)
-    per_bucket = np.bincount(buckets, weights=counts, minlength=TIMELINE_BUCKETS).astype(np.int64)
-    return _timeline(lo, width, {b: int(n) for b, n in enumerate(per_bucket.tolist()) if n}, report)
+    return report, timeline_of(columnar_engine.transition_times(table), report)
 
 
 def _run_tasks(inputs: list[AuditInput]) -> list[tuple[str, str, object, AuditInput]] | None:
@@ -516,7 +504,7 @@ def _audit_spark_runs(spark, inputs: list[AuditInput], runs: list, limit: int | 
         report = local_engine.audit([], limit=limit)
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
-    return report, timeline_of_times(values, report, counts)
+    return report, timeline_of(values, report, counts)
 
 
 def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, dict]:
@@ -542,7 +530,7 @@ def _audit_duckdb(inputs: list[AuditInput], limit: int | None) -> tuple[Report, 
     report = duckdb_engine.audit(table, limit=limit)
     if kraft_rows:
         report = merge_reports(report, local_engine.audit_kraft(kraft_rows, limit=limit), limit)
-    return report, timeline_of_times(transition_times(table), report)
+    return report, timeline_of(transition_times(table), report)
 
 
 def _checked_parquet_files(inputs: list[AuditInput]) -> list[str]:
@@ -570,17 +558,11 @@ def _checked_parquet_files(inputs: list[AuditInput]) -> list[str]:
 
 # --- the timeline (the HTML report's chart) -----------------------------------------------------------------
 
-def timeline_of(times: list[int], report: Report) -> dict:
-    """The timeline of transitions at ``times`` and of the report's listed violations and findings."""
-    if not times:
-        return _timeline(None, None, None, report)
-    lo, hi = min(times), max(times)
-    width = bucket_width(lo, hi)
-    counts: dict[int, int] = {}
-    for t in times:
-        b = bucket(t, lo, width)
-        counts[b] = counts.get(b, 0) + 1
-    return _timeline(lo, width, counts, report)
+def timeline_of(times, report: Report, counts=None) -> dict:
+    """The timeline of transitions at ``times`` (a list or numpy array of ms; ``counts``: how often each occurs)
+    and of the report's listed violations and findings."""
+    span = bucket_counts(times, counts)
+    return _timeline(None, None, None, report) if span is None else _timeline(*span, report)
 
 
 def _timeline(lo: int | None, width: int | None, counts: dict[int, int] | None, report: Report) -> dict:

@@ -22,6 +22,20 @@ def bucket(t: int, lo: int, width: int, buckets: int = TIMELINE_BUCKETS) -> int:
     return min(max((t - lo) // width, 0), buckets - 1)
 
 
+def bucket_counts(times, counts=None, buckets: int = TIMELINE_BUCKETS) -> tuple[int, int, dict[int, int]] | None:
+    """The span of ``times`` (a sequence or numpy array of ms; ``counts``: how often each occurs, default once)
+    as (lo, width, {bucket: count} of the buckets that are not empty), with :func:`bucket`'s rule applied to
+    every time at once; ``None`` when there are no times."""
+    import numpy as np
+    values = np.asarray(times, dtype=np.int64)
+    if not len(values):
+        return None
+    lo, hi = int(values.min()), int(values.max())
+    width = bucket_width(lo, hi, buckets)
+    per_bucket = np.bincount(np.clip((values - lo) // width, 0, buckets - 1), weights=counts, minlength=buckets)
+    return lo, width, {b: int(n) for b, n in enumerate(per_bucket.tolist()) if n}
+
+
 WALL_CLOCK_MS = 10 ** 11   # a time above this (1973) is wall clock, not simulated ms from a run's start
 
 
