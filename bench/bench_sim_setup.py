@@ -5,7 +5,8 @@ Run: .venv/bin/python bench/bench_sim_setup.py [--partitions 1000000] [--until-m
 
 The workload of bench_simulation.py (30 brokers, RF 3, topics of 10,000 partitions, 10,000 msg/s acks=all); the
 run goes from 0 to --until-ms (bench_simulation.py's set-up mark) and reports wall and process CPU seconds, the
-events run, and the peak RSS. Compare versions by CPU seconds or interleaved runs: the machine is shared.
+events run, and the peak RSS, beside the set-up of the aggregate numpy baseline (bench/sim_baseline.py) in the same
+run and the ratio. Compare versions by CPU seconds or interleaved runs: the machine is shared.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def main() -> None:
     import structlog
 
     from bench_simulation import scenario_text
+    from sim_baseline import aggregate_run
     from sim.scenario import parse_scenario
     from sim.simulation import Simulation
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
@@ -42,6 +44,8 @@ def main() -> None:
     print(f"set-up, {args.brokers} brokers, {args.partitions:,} partitions: {args.until_ms / 1000:.1f} simulated s in "
           f"{wall:.2f} wall s (CPU {cpu:.2f} s); {sim.loop.events_run:,} events; peak RSS "
           f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB; load {os.getloadavg()[0]:.1f}")
+    base = aggregate_run(args.brokers, args.partitions, 1, 10_000)["setup_s"]
+    print(f"baseline (aggregate numpy model) set-up: {base:.3f} wall s; the simulator takes {wall / base:,.0f}x as long")
 
 
 if __name__ == "__main__":
