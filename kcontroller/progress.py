@@ -89,7 +89,7 @@ class Poller:
         self._thread = None if self.bar.disable else threading.Thread(target=self._run, daemon=True,
                                                                        name="kcontroller-progress")
 
-    def _draw(self) -> None:
+    def _draw(self, final: bool = False) -> None:
         try:
             done = self.sample()
         except OSError:
@@ -98,6 +98,8 @@ class Poller:
             done = min(done, self.bar.total)
         if done != self.bar.n:
             self.bar.update(done - self.bar.n)
+            if final:       # update() draws at most every mininterval: the last count must be shown
+                self.bar.refresh()
         else:
             self.bar.refresh()
 
@@ -114,7 +116,7 @@ class Poller:
         if self._thread is not None:
             self._stop.set()
             self._thread.join()
-            self._draw()
+            self._draw(final=True)
         self.bar.close()
 
 
