@@ -239,6 +239,8 @@ def context(report: dict) -> dict:
         "violations": _listing(report["violations"], kinds, offsets),
         "findings": _listing(report["findings"], kinds, offsets),
         "events": events,
+        "availability": None if report.get("availability") is None else
+        [{"run": _short_run(run), "run_id": run, **f} for run, f in report["availability"].items()],
     }
 
 

@@ -147,6 +147,7 @@ class AuditResult:
     timeline: dict
     notes: list[str] = field(default_factory=list)
     fail_on: str = ERROR                 # the least severity that fails the audit (checks.SEVERITIES)
+    availability: dict | None = None     # run -> audit.availability figures (``availability=True``)
 
     @property
     def exit_status(self) -> int:
@@ -177,6 +178,7 @@ class AuditResult:
             "findings": [violation_json(v) for v in self.report.findings],
             "finding_events": events(self.report.findings),
             "timeline": self.timeline,
+            "availability": self.availability,
         }
 
 
@@ -606,10 +608,12 @@ def _spark_error_text(exc: Exception) -> str:
 
 def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None = None,
               limit: int | None = DEFAULT_LIMIT, spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
-              conf: dict | None = None, merge: bool = False, fail_on: str = ERROR) -> AuditResult:
+              conf: dict | None = None, merge: bool = False, fail_on: str = ERROR,
+              availability: bool = False) -> AuditResult:
     """Audit every run named by ``paths``; list at most ``limit`` violations and findings (counts are exact).
     ``master`` and ``conf`` (Spark properties) are for the Spark engine; ``fail_on`` is the least severity
-    that makes the exit status 1."""
+    that makes the exit status 1; ``availability`` adds each run's availability figures, from its fold's
+    timelines (:mod:`audit.availability`: on Spark with the Spark engine, else by DuckDB)."""
     fails({"by_severity": {}}, fail_on)   # a bad level is refused before anything is read
     inputs, errors = resolve_inputs(paths, merge=merge)
     if master is not None and engine == "auto":
@@ -637,5 +641,51 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
         notes.append(f"{len(kraft)} KRaft file(s): KRaft has no controller state machines; their broker and "
                      f"controller lines were audited by the KRaft checks (epochs, leaders and ISRs, registrations, "
                      f"the quorum): {', '.join(kraft)}")
+    figures = None
+    if availability:
+        figures = _availability(inputs, chosen == "spark" and not errors, master, conf)
+        empty = sorted({i.run_id for i in inputs if i.run_id not in figures and not (i.error and i.type != EVENT_LOG)})
+        if empty:
+            notes.append(f"availability: {len(empty)} run(s) without controller rows to fold (a KRaft file, or a "
+                         f"log with no transitions): {', '.join(empty[:5])}{' ...' if len(empty) > 5 else ''}")
+        damaged = [i.path for i in inputs if i.error and i.type != EVENT_LOG]
+        if damaged:
+            notes.append(f"availability: not computed for {len(damaged)} input(s) that could not be read: "
+                         f"{', '.join(damaged)}")
     return AuditResult(chosen, master if chosen == "spark" else None, inputs, errors, report, timeline, notes,
-                       fail_on)
+                       fail_on, figures)
+
+
+def _availability(inputs: list[AuditInput], on_spark: bool, master: str | None, conf: dict | None) -> dict:
+    """Each run's availability figures (:mod:`audit.availability`) from the fold of the inputs' rows: Kafka logs'
+    rows as read by the audit, event logs' (up to any damage, as the audit read them) and Parquet exports'."""
+    import pyarrow as pa
+
+    from audit import availability
+    from audit.rows import arrow_schema, rows_to_arrow
+    from audit.spark_source import read_log_table
+    kafka = [r for i in inputs if i.type == KAFKA_LOG and i.reading is not None for r in i.reading.rows]
+    parquet = [os.path.abspath(f) for i in inputs if i.type == PARQUET and i.error is None for f in i.parquet.files]
+    if on_spark:
+        from audit.rows import COLUMNS, SPARK_DDL
+        from audit.spark_session import spark_session
+        from audit.spark_source import read_logs_df
+        spark = spark_session(master, app_name="kcontroller-audit", conf=conf)
+        df = spark.createDataFrame([], SPARK_DDL)
+        logs = [i.path for i in inputs if i.type == EVENT_LOG and i.error is None]
+        if logs:
+            df = df.unionByName(read_logs_df(spark, logs))
+        for i in inputs:    # a damaged log's rows before the damage: read here (on executors it fails the job)
+            if i.type == EVENT_LOG and i.error is not None:
+                df = df.unionByName(spark.createDataFrame(read_log_table(i.path)[0]))
+        if parquet:
+            df = df.unionByName(spark.read.schema(SPARK_DDL).parquet(*parquet).select(*COLUMNS))
+        if kafka:
+            df = df.unionByName(spark.createDataFrame(pa.Table.from_batches([rows_to_arrow(kafka)])))
+        figures = availability.fold_figures_spark(df)
+    else:
+        tables = [read_log_table(i.path)[0] for i in inputs if i.type == EVENT_LOG]
+        if kafka:
+            tables.append(pa.Table.from_batches([rows_to_arrow(kafka)], schema=arrow_schema()))
+        figures = availability.fold_figures_duckdb([], parquet, tuple(tables))
+    return figures

@@ -279,8 +279,8 @@ class FoldResult:
     ends: dict = field(default_factory=dict)   # run -> its last row's seq (offset bounds only)
 
 
-def _queries(bound: Bound, dialect: str, timelines: bool) -> list[tuple[str, str]]:
-    out = [("state", state_sql(bound, dialect))]
+def _queries(bound: Bound, dialect: str, timelines: bool, state: bool = True) -> list[tuple[str, str]]:
+    out = [("state", state_sql(bound, dialect))] if state else []
     if timelines:
         out += [("offline", offline_intervals_sql(bound, dialect)), ("leader_changes", leader_changes_sql(bound, dialect))]
     return out
@@ -298,17 +298,18 @@ FOLD_COLUMNS = ("run_id", "seq", "kind", "controller_epoch", "time_ms", "topic",
 _RUN_ENDS_SQL = "SELECT run_id, max(seq) AS end_seq FROM audit_rows GROUP BY run_id ORDER BY run_id"
 
 
-def duckdb_fold(con, bound: Bound, *, timelines: bool = False) -> FoldResult:
-    """The fold on a DuckDB connection that has ``audit_rows`` (a table or a view)."""
+def duckdb_fold(con, bound: Bound, *, timelines: bool = False, state: bool = True) -> FoldResult:
+    """The fold on a DuckDB connection that has ``audit_rows`` (a table or a view); ``state`` False leaves the
+    state table out (None), for the timelines alone."""
     result = FoldResult(bound, DUCKDB, None)
     if bound.kind == "offset":
         result.ends = dict(con.sql(_RUN_ENDS_SQL).fetchall())
-    for name, sql in _queries(bound, DUCKDB, timelines):
+    for name, sql in _queries(bound, DUCKDB, timelines, state):
         setattr(result, name, _cast(name, con.sql(sql).to_arrow_table()))
     return result
 
 
-def spark_fold(df, bound: Bound, *, timelines: bool = False) -> FoldResult:
+def spark_fold(df, bound: Bound, *, timelines: bool = False, state: bool = True) -> FoldResult:
     """The fold on Spark, over a DataFrame of audit rows (``audit.rows.SPARK_DDL``); tables collected as Arrow.
 
     The rows' needed columns are cached for the fold's queries (each reads ``audit_rows`` several times: without
@@ -320,7 +321,7 @@ def spark_fold(df, bound: Bound, *, timelines: bool = False) -> FoldResult:
         result = FoldResult(bound, SPARK, None)
         if bound.kind == "offset":
             result.ends = {r[0]: r[1] for r in spark.sql(_RUN_ENDS_SQL).collect()}
-        for name, sql in _queries(bound, SPARK, timelines):
+        for name, sql in _queries(bound, SPARK, timelines, state):
             setattr(result, name, _cast(name, spark.sql(sql).toArrow()))
     finally:
         rows.unpersist()
@@ -367,9 +368,10 @@ def _duckdb():
     return duckdb
 
 
-def _duckdb_connection(logs: list[str], parquet: list[str], threads: int | None):
-    """A connection whose ``audit_rows`` holds the logs' rows (read once into a DuckDB table) and the
-    Parquet files' (a view: DuckDB scans the files as the queries need them)."""
+def _duckdb_connection(logs: list[str], parquet: list[str], threads: int | None, tables: tuple = ()):
+    """A connection whose ``audit_rows`` holds the logs' rows (read once into a DuckDB table), the
+    Parquet files' (a view: DuckDB scans the files as the queries need them) and those of ``tables`` (Arrow
+    tables of audit rows, e.g. Kafka logs' rows)."""
     import pyarrow as pa
 
     from audit.log_rows import discover_segments
@@ -391,6 +393,12 @@ def _duckdb_connection(logs: list[str], parquet: list[str], threads: int | None)
     if parquet:
         files = ", ".join("'" + f.replace("'", "''") + "'" for f in parquet)
         parts.append(f"SELECT {columns} FROM read_parquet([{files}])")
+    for n, table in enumerate(tables):
+        con.register(f"more_rows_{n}", table.select(list(FOLD_COLUMNS)))
+        parts.append(f"SELECT {columns} FROM more_rows_{n}")
+    if not parts:
+        con.register("no_rows", arrow_schema().empty_table().select(list(FOLD_COLUMNS)))
+        parts.append(f"SELECT {columns} FROM no_rows")
     con.execute("CREATE TEMP VIEW audit_rows AS " + " UNION ALL ".join(parts))
     return con
 

@@ -61,6 +61,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--merge", action="store_true",
                    help="read every Kafka log file given as one history merged by timestamp (the logs of several "
                         "brokers of one cluster); a rotated set is always read as one history, oldest first")
+    p.add_argument("--availability", action="store_true",
+                   help="also fold each run's rows into per-partition timelines and report its availability: "
+                        "offline partition-seconds and intervals, leader elections, moves and unclean elections")
     progress.add_option(p)
     return p
 
@@ -105,6 +108,24 @@ def print_summary(result: AuditResult, out=None) -> None:
     if s["failures_by_error"]:
         out.write("failed transitions by error: " + ", ".join(f"{k} {n}" for k, n in s["failures_by_error"].items())
                   + "\n")
+    if result.availability is not None:
+        _print_availability(out, result.availability)
+
+
+def _print_availability(out, by_run: dict) -> None:
+    """Each run's availability figures (the first SHOWN runs), and their sum over the runs."""
+    def line(f: dict) -> str:
+        return (f"offline {f['offline_partition_seconds']:g} partition-s in {f['offline_intervals']} interval(s) of "
+                f"{f['partitions_offline']} partition(s), longest {f['longest_offline_s']:g} s, "
+                f"{f['open_offline_intervals']} open at the end; {f['leader_elections']} leader elections "
+                f"({f['leader_moves']} moves, {f['unclean_elections']} unclean)")
+    out.write(f"availability (from the rows folded into per-partition timelines), {len(by_run)} run(s):\n")
+    for run, f in list(by_run.items())[:SHOWN]:
+        out.write(f"  {run}: {line(f)}\n")
+    if len(by_run) > SHOWN:
+        total = {k: sum(f[k] for f in by_run.values()) for k in next(iter(by_run.values()))}
+        total["longest_offline_s"] = max(f["longest_offline_s"] for f in by_run.values())
+        out.write(f"  ... {len(by_run) - SHOWN} more runs (see --report / --html); all {len(by_run)}: {line(total)}\n")
 
 
 def _print_events(out, total: int, listed: list) -> None:
@@ -158,7 +179,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         with _reading(args):
             result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
                                spark_threshold=args.spark_threshold, conf=conf, merge=args.merge,
-                               fail_on=args.fail_on)
+                               fail_on=args.fail_on, availability=args.availability)
     except ImportError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -71,6 +71,7 @@ NOT_METRICS = frozenset({"seed", "simulated_s", "partitions", "at_end.controller
 METRIC_ORDER = (
     "acknowledged_writes_lost", "acknowledged_writes_unavailable", "loss_events", "truncated_records",
     "offline_partition_seconds", "under_min_isr_partition_seconds", "under_replicated_partition_seconds",
+    "timeline.*",
     "produce.sent_messages", "produce.acknowledged_messages", "produce.failed_messages", "produce.pending_messages",
     "produce.errors.*", "produce.error_messages.*", "elections.*", "controller_elections", "controller_failovers",
     "fault *", "at_end.*", "expects_failed",
@@ -178,6 +179,17 @@ def run_seeds_spark(spark, scenario: Scenario, out_dir: str, seeds: Sequence[int
     with local_workers_run_this_python(sc):
         results = sc.parallelize(seeds, len(seeds)).map(task).collect()
     return sorted(results, key=lambda r: r["seed"])
+
+
+def timeline_figures(paths: Sequence[str], run_end_ms: dict[str, int], spark=None) -> dict[str, dict]:
+    """Each log's availability figures from its fold's timelines (:mod:`audit.availability`), by run id: folded
+    on ``spark`` if given, else by DuckDB in process. Open intervals end at the run's end in ``run_end_ms`` (run
+    id -> ms: the simulation's end)."""
+    from audit import availability
+    if spark is None:
+        return availability.fold_figures_duckdb(list(paths), run_end_ms=run_end_ms)
+    from audit.spark_source import read_logs_df
+    return availability.fold_figures_spark(read_logs_df(spark, list(paths)), run_end_ms=run_end_ms)
 
 
 def audit_logs(paths: Sequence[str], spark=None) -> Report:
@@ -336,6 +348,13 @@ def run_sweep(scenario: Scenario, out_dir: str, seeds: Sequence[int], *, engine:
     # Escaped: the audit's readers take globs, and DIR may hold a glob character.
     paths = [glob.escape(os.path.join(out_dir, r["log_dir"])) for r in runs if "error" not in r]
     report = audit_logs(paths, spark if engine == "spark" else None) if paths else None
+    if paths:
+        ends = {os.path.normpath(os.path.join(out_dir, r["log_dir"])): round(r["summary"]["simulated_s"] * 1000)
+                for r in runs if "error" not in r}
+        figures = timeline_figures(paths, ends, spark if engine == "spark" else None)
+        for r in runs:
+            if "error" not in r:
+                r["timeline"] = figures.get(os.path.normpath(os.path.join(out_dir, r["log_dir"])))
     audited = time.monotonic()
     verified = verify_logs(out_dir, runs, spark if engine == "spark" else None) if verify else None
     document = sweep_document(scenario, out_dir, runs, report, verified)
@@ -397,7 +416,8 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
             per_seed.append({"seed": r["seed"], "error": r["error"]})
         else:
             per_seed.append({"seed": r["seed"], "log_dir": r["log_dir"], "records": r["records"],
-                             "violations": violations_of_seed[r["seed"]], "summary": r["summary"]})
+                             "violations": violations_of_seed[r["seed"]], "summary": r["summary"],
+                             **({"timeline": r["timeline"]} if r.get("timeline") is not None else {})})
     document = {
         "scenario": scenario.name,
         "source": scenario.source,
@@ -406,12 +426,29 @@ def sweep_document(scenario: Scenario, out_dir: str, runs: Sequence[dict], repor
         "finished": len(finished),
         "failed": [{"seed": r["seed"], "error": r["error"]} for r in runs if "error" in r],
         "audit": audit,
-        "metrics": metric_distributions([r["summary"] for r in finished]),
+        "metrics": metric_distributions([{**r["summary"], "timeline": r["timeline"]} if r.get("timeline") is not None
+                                         else r["summary"] for r in finished]),
+        "timeline": _timeline_check(finished),
         "runs": per_seed,
     }
     if verify is not None:
         document["verify"] = verify
     return document
+
+
+def _timeline_check(finished: Sequence[dict]) -> dict | None:
+    """Whether the logs' timelines tell what the simulations' metrics counted while they ran: the seeds where
+    the offline partition-seconds or the unclean elections differ (a simulation's metrics and its log
+    disagree: a bug to report)."""
+    told = [r for r in finished if r.get("timeline") is not None]
+    if not told:
+        return None
+    offline = [r["seed"] for r in told if not math.isclose(r["timeline"]["offline_partition_seconds"],
+                                                            r["summary"].get("offline_partition_seconds", 0.0),
+                                                            abs_tol=1e-9)]
+    unclean = [r["seed"] for r in told
+               if r["timeline"]["unclean_elections"] != r["summary"].get("elections", {}).get("unclean", 0)]
+    return {"runs": len(told), "offline_seconds_differ": offline, "unclean_elections_differ": unclean}
 
 
 def dump_document(document: dict) -> str:
@@ -504,6 +541,12 @@ def format_sweep(document: dict, out_dir: str, shown_violations: int = 20) -> st
         if a["findings"]:
             lines.append("findings (not violations): " + ", ".join(
                 f"{k} {n}" for k, n in a["findings_by_kind"].items() if n))
+    t = d.get("timeline")
+    if t is not None:
+        differ = sorted(set(t["offline_seconds_differ"]) | set(t["unclean_elections_differ"]))
+        lines.append(f"the logs' timelines tell the simulations' offline partition-seconds and unclean elections in "
+                     f"{t['runs'] - len(differ)} of {t['runs']} runs" +
+                     (f"; DIFFERENT in seeds {', '.join(str(s) for s in differ[:10])}" if differ else ""))
     v = d.get("verify")
     if v is not None:
         verdict = "every log written again, byte for byte" if v["same"] == v["logs"] else \

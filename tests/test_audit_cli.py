@@ -232,6 +232,41 @@ def test_the_columnar_engine_reports_what_the_local_engine_reports(tmp_path):
     assert local.report.summary["rows"] > 0
 
 
+def test_availability_figures_come_from_the_fold_of_every_input(tmp_path, capsys):
+    """``--availability``: each run's figures from its rows folded into timelines (audit.availability), the
+    same whichever engine audits; for a simulated log what the simulation counted while it ran; a damaged
+    log's from its rows before the damage; a Kafka log's from its rows."""
+    import sim
+    from audit.export import export_parquet
+    from kcontroller.cli_simulate import simulate_to_log
+    from sim.scenario import load_scenario
+    example = Path(sim.__file__).parents[1] / "examples" / "rf1-broker-kill.yaml"
+    summary = simulate_to_log(load_scenario(example), str(tmp_path / "rf1"))[1]
+    log, _ = damaged_log(tmp_path)
+    export_parquet([str(scripted_log(tmp_path / "c", seed=5))], str(tmp_path / "rows"))
+    paths = [str(tmp_path / "rf1"), str(log), str(tmp_path / "rows")]
+    if REAL_LOGS.is_dir():
+        paths.append(str(REAL_LOGS / "artificial-ridiculous-kafka-2.1.1-state-change-broker-failure.log"))
+        paths.append(str(REAL_LOGS / "ammar-kafka-4.0-state-change.log"))          # KRaft: no rows to fold
+    results = {engine: run_audit(paths, engine=engine, availability=True) for engine in ("local", "columnar", "duckdb")}
+    figures = results["local"].availability
+    assert all(r.availability == figures for r in results.values())
+    rf1 = figures[os.path.normpath(tmp_path / "rf1")]
+    assert rf1["offline_partition_seconds"] == summary["offline_partition_seconds"] > 0
+    assert rf1["unclean_elections"] == summary["elections"]["unclean"] and rf1["partitions_offline"] >= 1
+    assert figures[os.path.normpath(log)]["leader_elections"] >= 1                 # read up to the damage
+    assert len(figures) == len(paths) - (1 if REAL_LOGS.is_dir() else 0)
+    if REAL_LOGS.is_dir():
+        real = figures["kafka-log:artificial-ridiculous-kafka-2.1.1-state-change-broker-failure.log"]
+        assert real["offline_intervals"] == real["partitions_offline"] == 51 and real["leader_elections"] == 52
+        assert any("without controller rows to fold" in n and "ammar" in n for n in results["local"].notes)
+    assert run_audit(paths, engine="local").availability is None
+    assert main(["audit", str(tmp_path / "rf1"), "--availability", "--html", str(tmp_path / "r.html")]) == 0
+    text = capsys.readouterr().out
+    assert f"offline {summary['offline_partition_seconds']:g} partition-s in" in text
+    assert 'id="availability-table"' in (tmp_path / "r.html").read_text()
+
+
 # --- Spark -------------------------------------------------------------------------------------------------
 
 @pytest.mark.spark
@@ -249,12 +284,13 @@ def test_spark_and_local_give_the_same_report(spark, tmp_path, monkeypatch, per_
         paths.append(str(tmp_path / "rows"))
     if REAL_LOGS.is_dir():
         paths.append(str(REAL_LOGS))
-    local = run_audit(paths, engine="local", limit=50).to_json()
-    on_spark = run_audit(paths, engine="spark", limit=50).to_json()
+    local = run_audit(paths, engine="local", limit=50, availability=True).to_json()
+    on_spark = run_audit(paths, engine="spark", limit=50, availability=True).to_json()
     assert on_spark.pop("engine") == "spark" and local.pop("engine") == "local"
     on_spark.pop("master"), local.pop("master")
-    assert on_spark == local
+    assert on_spark == local                       # the fold's figures too: Spark SQL's and DuckDB's
     assert local["summary"]["violations"] >= 1 and local["timeline"]["transitions"]
+    assert local["availability"][os.path.normpath(paths[1])]["leader_elections"] >= 8
 
 
 @pytest.mark.spark

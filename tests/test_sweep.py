@@ -85,10 +85,33 @@ def test_a_local_sweep_runs_every_seed_audits_the_logs_and_summarises_the_metric
     assert set(lost["min_seeds"]) == {s for s, v in values.items() if v == lost["min"]}
     assert lost["n"] == 4 and lost["null"] == 0
     assert doc["metrics"]["elections.unclean"]["min"] >= 1
+    # Each log folded into its timelines tells the availability the simulation counted while it ran.
+    assert doc["timeline"] == {"runs": 4, "offline_seconds_differ": [], "unclean_elections_differ": []}
+    assert "timelines tell the simulations' offline partition-seconds and unclean elections in 4 of 4 runs" in text
+    for r in doc["runs"]:
+        assert r["timeline"]["offline_partition_seconds"] == r["summary"]["offline_partition_seconds"]
+        assert r["timeline"]["unclean_elections"] == r["summary"]["elections"]["unclean"]
+        assert r["timeline"]["leader_elections"] >= 3                      # every partition's first leader
+    assert doc["metrics"]["timeline.unclean_elections"]["max"] >= 1
     capsys.readouterr()
     assert main(["sweep", small, "--seeds", "4", "--engine", "local", "--out", str(out), "--overwrite",
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == doc
+
+
+def test_a_log_that_disagrees_with_its_simulations_metrics_is_named(small, tmp_path, monkeypatch):
+    real = sweep_module.timeline_figures
+
+    def one_off(paths, ends, spark=None):
+        figures = real(paths, ends, spark)
+        seed_6 = next(run for run in figures if run.endswith("seed-6"))
+        figures[seed_6] = {**figures[seed_6], "offline_partition_seconds": 1234.5}
+        return figures
+
+    monkeypatch.setattr(sweep_module, "timeline_figures", one_off)
+    result = run_sweep(parse_scenario(SMALL, small), str(tmp_path / "sweep"), [5, 6, 7], engine="local")
+    assert result.document["timeline"] == {"runs": 3, "offline_seconds_differ": [6], "unclean_elections_differ": []}
+    assert "in 2 of 3 runs; DIFFERENT in seeds 6" in sweep_module.format_sweep(result.document, str(tmp_path))
 
 
 def test_sweep_logs_are_the_bytes_kcontroller_simulate_writes(tmp_path, capsys):
