@@ -12,7 +12,7 @@ counts and the listings. A record batch reader is read into a table first: the c
 several times. The KRaft-era checks have no SQL: the runner runs :func:`audit.local_engine.audit_kraft`
 beside any engine.
 
-DuckDB is optional (``pip install duckdb``, in the ``test`` extras); it is imported only when called.
+DuckDB is a dependency (it also folds sweeps' logs); it is imported only when called.
 """
 from __future__ import annotations
 

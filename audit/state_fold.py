@@ -40,7 +40,7 @@ The SQL is plain SQL that both engines run; the few spellings they do not share 
 collecting a list) are the ``dialect`` macros of :data:`DIALECTS`. The bound is an integer written into the SQL.
 Joins with the small tables (elections, deletions, run ends) carry Spark's ``BROADCAST`` hint, a comment to DuckDB:
 without it Spark plans them as sort-merge joins that shuffle every row.
-DuckDB is optional (``pip install duckdb``) and imported only when called; so is Spark.
+DuckDB (a dependency) and Spark are imported only when called.
 """
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="local: in process, row by row (the reference); columnar: in process, the checks as "
                         "numpy array operations over the rows' columns (many times faster on large inputs); duckdb: "
-                        "in process, the checks as SQL on DuckDB (pip install duckdb); spark: Spark DataFrames; "
+                        "in process, the checks as SQL on DuckDB; spark: Spark DataFrames; "
                         "auto: local below 4 MiB of input, columnar up to --spark-threshold bytes, Spark above "
                         "(default: %(default)s)")
     p.add_argument("--master", metavar="URL",

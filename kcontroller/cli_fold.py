@@ -7,7 +7,7 @@ partition). With ``--timelines``, Parquet and CSV write the timelines beside it 
 ``NAME.leader-changes.EXT``); JSON writes one document ``{"bound", "state", "offline_intervals", "leader_changes"}``.
 CSV writes lists as JSON text (``[1, 2]``, ``[{"replica": 1, "state": "OnlineReplica"}]``).
 
-The engine: ``local`` is DuckDB (an optional extra: ``pip install duckdb``); ``spark`` a Spark session (``--master``,
+The engine: ``local`` is DuckDB (in process); ``spark`` a Spark session (``--master``,
 or the one spark-submit started); ``auto`` is Spark with ``--master`` or under spark-submit, else local, as
 ``kcontroller replay`` chooses.
 
