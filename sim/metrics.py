@@ -276,8 +276,7 @@ class Metrics:
 
     def _serves(self, b: int, tp: tuple) -> bool:
         """Whether broker ``b``'s process acts as ``tp``'s leader now (the data plane's own state)."""
-        rep = self.sim.replication.replicas.get(b, {}).get(tp)
-        return rep is not None and rep.leader == b and not rep.offline
+        return self.sim.replication.serves(b, tp)
 
     # --- the record stream ------------------------------------------------------------------------
     def observe(self, rec: tuple) -> None:
@@ -549,7 +548,28 @@ class Metrics:
             return
         if self.sim.brokers.get(b) is not self._process.get(b):
             self.brokers_changed()
-        rows = np.fromiter(map(self._row, [rep.tp for rep in replicas]), dtype=np.int64, count=len(replicas))
+        self._now_serving(b, [rep.tp for rep in replicas])
+        acked = self.acked
+        for rep in replicas:
+            if rep.tp in acked:
+                self._check_loss(rep.tp, rep.log, b, rep.leader_epoch,
+                                 f"broker {b} became leader (epoch {rep.leader_epoch})")
+
+    def leader_rows_changed(self, b: int, tps: list) -> None:
+        """:meth:`leaders_changed` for the partitions ``tps`` broker ``b`` now leads as pristine rows (empty logs)."""
+        if not tps:
+            return
+        if self.sim.brokers.get(b) is not self._process.get(b):
+            self.brokers_changed()
+        self._now_serving(b, tps)
+        acked = self.acked
+        for tp in tps:
+            if tp in acked:
+                rep = self.sim.replication.replica_or_none(b, tp)
+                self._check_loss(tp, rep.log, b, rep.leader_epoch, f"broker {b} became leader (epoch {rep.leader_epoch})")
+
+    def _now_serving(self, b: int, tps: list) -> None:
+        rows = np.fromiter(map(self._row, tps), dtype=np.int64, count=len(tps))
         p = self._p
         inc = self._inc[b]
         change = ~((p["sb"][rows] == b) & (p["si"][rows] == inc))
@@ -564,11 +584,6 @@ class Metrics:
                 if b in self._up:
                     self._unavailable_online -= served
                 self._point(self.last_ms)
-        acked = self.acked
-        for rep in replicas:
-            if rep.tp in acked:
-                self._check_loss(rep.tp, rep.log, b, rep.leader_epoch,
-                                 f"broker {b} became leader (epoch {rep.leader_epoch})")
 
     def _leader_of(self, tp: tuple) -> int:
         """The partition's leader in ``/state``; -1 if it has none, is offline or unknown."""
@@ -585,7 +600,7 @@ class Metrics:
         leader = self._leader_of(replica.tp)
         if leader < 0:
             return
-        log = self.sim.replication.disks.get(leader, {}).get(replica.tp)
+        log = self.sim.replication.log_of(leader, replica.tp)
         if log is not None:
             self._check_loss(replica.tp, log, leader, -1,
                              f"broker {replica.broker} truncated them (leader {leader} never had them)")
@@ -621,7 +636,7 @@ class Metrics:
         for tp, ranges in self.acked.items():
             total = sum(end - first for _, first, end in ranges)
             leader = self._leader_of(tp)
-            log = replication.disks.get(leader, {}).get(tp) if leader >= 0 else None
+            log = replication.log_of(leader, tp) if leader >= 0 else None
             if log is not None:
                 held = sum(log.holds(e, f, t) for e, f, t in ranges)
                 gone = total - held

@@ -166,8 +166,10 @@ class FetchSession:
 
 
 class PristineRows:
-    """A broker's pristine followers as columns, row ``k`` each (:attr:`Replication.pristine` maps a partition to
-    its row). Append-only while the broker's process runs; a woken row stays, unreferenced."""
+    """A broker's pristine replicas as columns, row ``k`` each (:attr:`Replication.pristine` maps a partition to
+    its row): followers, and leaders (``leader[k]`` is the broker itself) with an empty log whose followers' state
+    is their session's watch entry, a shared tuple until the follower's first fetch removes it. Append-only while
+    the broker's process runs; a woken row stays, unreferenced."""
 
     __slots__ = ("leader", "leader_epoch", "isr", "partition_epoch", "replicas", "min_isr", "log_dir", "order")
 
@@ -222,6 +224,8 @@ class Replication:
 
     # become_many keeps new followers as pristine rows when it applies at least this many rows at once.
     pristine_min_rows = 4096
+    # ... and new leaders too (with followers' rows: a LeaderAndIsr whose rows are all new, no leader's log on disk).
+    pristine_leaders = True
 
     def __init__(self, sim):
         self.sim = sim
@@ -274,8 +278,15 @@ class Replication:
         timer = self.isr_timers.pop(b, None)
         if timer is not None:
             timer.cancel()
-        self.pristine.pop(b, None)
-        self.rows.pop(b, None)
+        pristine, rows = self.pristine.pop(b, None), self.rows.pop(b, None)
+        if pristine:
+            # The logs a pristine leader would have left on disk: empty, its epoch starting at 0.
+            disk = self.disks[b]
+            row_leader, row_epoch = rows.leader, rows.leader_epoch
+            for tp, k in pristine.items():
+                if row_leader[k] == b:
+                    log = disk[tp] = ReplicaLog()
+                    log.epochs.append((row_epoch[k], 0))
         for rep in self.replicas.pop(b, {}).values():
             if rep.delayed:
                 for item in rep.delayed:
@@ -335,10 +346,51 @@ class Replication:
         if log is None:
             log = disk[tp] = ReplicaLog()
         rep = self.replicas[b][tp] = Replica(tp, b, log, rows.log_dir[k])
-        rep.leader, rep.leader_epoch, rep.isr = rows.leader[k], rows.leader_epoch[k], rows.isr[k]
+        leader = rows.leader[k]
+        rep.leader, rep.leader_epoch, rep.isr = leader, rows.leader_epoch[k], rows.isr[k]
         rep.partition_epoch, rep.replicas, rep.min_isr = rows.partition_epoch[k], rows.replicas[k], rows.min_isr[k]
-        rep.fetching_from, rep.order = rows.leader[k], rows.order[k]
+        rep.order = rows.order[k]
+        if leader != b:
+            rep.fetching_from = leader
+            return rep
+        # A pristine leader: its log is the empty one become_many would have made (the epoch starts at 0); a
+        # follower has fetched (at offset 0) once its watch entry is gone, and its entry is a list from now on.
+        if not log.epochs:
+            log.epochs.append((rep.leader_epoch, 0))
+        follower_leo = rep.follower_leo = {}
+        led = self.led_with.setdefault(b, {})
+        sessions = self.sessions
+        for r in rep.replicas:
+            if r == b:
+                continue
+            s = sessions.get((r, b, 0))
+            w = s.watch.get(tp) if s is not None else None
+            if type(w) is tuple:
+                follower_leo[r] = -1
+                s.watch[tp] = list(w)
+            else:
+                follower_leo[r] = 0
+            tps_r = led.get(r)
+            if tps_r is None:
+                tps_r = led[r] = {}
+            tps_r[tp] = None
         return rep
+
+    def serves(self, b: int, tp: tuple) -> bool:
+        """Whether broker ``b``'s process acts as ``tp``'s leader now (its replica, or its pristine leader row)."""
+        rep = self.replicas.get(b, NO_REPLICAS).get(tp)
+        if rep is not None:
+            return rep.leader == b and not rep.offline
+        k = self.pristine.get(b, NO_REPLICAS).get(tp)
+        return k is not None and self.rows[b].leader[k] == b
+
+    def log_of(self, b: int, tp: tuple) -> ReplicaLog | None:
+        """Broker ``b``'s log of ``tp`` on disk (a pristine row's made with its replica), None if it has none."""
+        disk = self.disks.get(b)
+        log = disk.get(tp) if disk is not None else None
+        if log is None and tp in self.pristine.get(b, NO_REPLICAS):
+            log = self._wake(b, tp).log
+        return log
 
     def wake_all(self, b: int) -> None:
         """Every pristine row of broker ``b`` made a Replica (for what looks at all of a broker's replicas)."""
@@ -440,8 +492,8 @@ class Replication:
         pristine, pristine_rows = self.pristine[b], self.rows[b]
         lazy = len(tps) >= self.pristine_min_rows
         made = self.made
-        flags, groups = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets) if lazy and single and one_dir \
-            else (None, ())
+        flags, groups, watched = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets) \
+            if lazy and single and one_dir else (None, (), ())
         for tp, leader, epoch, isr, partition_epoch, replicas, min_isr, flag in zip(
                 tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags or repeat(0)):
             if flag:
@@ -453,6 +505,10 @@ class Replication:
                     if s.state == IDLE or s.state == PARKED:
                         self.made = made
                         self._kick(s)
+                elif flag == 4:  # a leader row with a follower seen first: its session is made now, as row by row
+                    for r in replicas:
+                        if r != b and (r, b, 0) not in sessions:
+                            self._session(r, b, 0)
                 continue
             rep = reps.get(tp)
             if rep is None and pristine and tp in pristine:
@@ -539,50 +595,84 @@ class Replication:
             rest = dict.fromkeys(rest)
             s.partitions.update(rest)
             s.dirty.update(rest)
+        if watched:
+            # The leader rows' watch entries (Kafka's lastCaughtUpTime: now for ISR members, 0 for the others), in
+            # row order in each session: nothing read these sessions' watches since the first leader row.
+            lead_tps, entries_of = watched
+            for r, entries in entries_of:
+                sessions[(r, b, 0)].watch.update(entries)
+            sim.metrics.leader_rows_changed(b, lead_tps)
         if became_leader:
             sim.metrics.leaders_changed(b, became_leader)
 
     def _pristine_in_bulk(self, b: int, tps: list, columns: dict, isrs: list, replica_sets: list
-                          ) -> tuple[list | None, list]:
+                          ) -> tuple[list | None, list, list]:
         """The pristine rows of a LeaderAndIsr whose rows are all new to broker ``b`` (one log directory, one
         fetcher), made at once: (a flag per row — 1 a pristine follower row made here, 2 the first such row of
-        its session, 0 any other —, (leader, the partitions of its session's other new rows, in order) per
-        session); (None, ()) when some row is not new."""
+        its session, 3 a pristine leader row, 4 one whose followers include one seen first, 0 any other —,
+        (leader, the partitions of its session's other new rows, in order) per session, and (the leader rows'
+        partitions, (follower, the watch entries of the leader rows it follows, in order) per follower) or ());
+        (None, (), ()) when some row is not new.
+        The leaders are rows only if none has a log on disk."""
         reps, pristine, disk = self.replicas[b], self.pristine[b], self.disks[b]
         if (reps and any(map(reps.__contains__, tps))) or (pristine and any(map(pristine.__contains__, tps))):
-            return None, ()
+            return None, (), ()
         n = len(tps)
         leader_array = columns["leader"]
         follows = (leader_array != b) & (leader_array >= 0)
+        leads = leader_array == b
+        if not self.pristine_leaders:
+            leads[:] = False
         if disk:
             # A follower with a log on disk is made a Replica in the loop, in its session's order: its session's
             # rows all go that way.
             on_disk = np.fromiter(map(disk.__contains__, tps), dtype=bool, count=n)
             follows &= ~np.isin(leader_array, leader_array[follows & on_disk])
+            if (leads & on_disk).any():
+                leads[:] = False
+        lazy = np.flatnonzero(follows | leads)
         follows = np.flatnonzero(follows)
-        if not follows.size:
-            return None, ()
-        by_session = follows[np.argsort(leader_array[follows], kind="stable")]
-        keys = leader_array[by_session]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        if not lazy.size:
+            return None, (), ()
         flags = np.zeros(n, dtype=np.int8)
-        flags[follows] = 1
-        flags[by_session[starts]] = 2
         tp_array = np.fromiter(tps, dtype=object, count=n)     # (not a[:] = list: 8x slower)
+        groups: list = []
+        if follows.size:
+            by_session = follows[np.argsort(leader_array[follows], kind="stable")]
+            keys = leader_array[by_session]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            flags[follows] = 1
+            flags[by_session[starts]] = 2
+            groups = [(int(leader_array[g[0]]), tp_array[g[1:]].tolist()) for g in np.split(by_session, starts[1:])]
+        watched: dict = {}
+        if leads.any():
+            lead_rows = np.flatnonzero(leads)
+            flags[lead_rows] = 3
+            now = self.sim.loop.now
+            caught_up, never = (now, 0), (0, 0)       # shared: a follower's first fetch removes its entry
+            for i, tp, replicas, isr in zip(lead_rows.tolist(), tp_array[lead_rows].tolist(),
+                                            np.fromiter(replica_sets, dtype=object, count=n)[lead_rows].tolist(),
+                                            np.fromiter(isrs, dtype=object, count=n)[lead_rows].tolist()):
+                for r in replicas:
+                    if r != b:
+                        entries = watched.get(r)
+                        if entries is None:
+                            entries = watched[r] = {}
+                            flags[i] = 4
+                        entries[tp] = caught_up if r in isr else never
         # Every row makes one replica or row: row i is the (made + 1 + i)-th.
         rows = self.rows[b]
         base = len(rows.order)
-        m = len(follows)
+        m = len(lazy)
         for column, name in ((rows.leader, "leader"), (rows.leader_epoch, "leader_epoch"),
                              (rows.partition_epoch, "partition_epoch"), (rows.min_isr, "min_isr")):
-            column.extend(columns[name][follows].tolist())
+            column.extend(columns[name][lazy].tolist())
         for column, values in ((rows.isr, isrs), (rows.replicas, replica_sets)):
-            column.extend(np.fromiter(values, dtype=object, count=n)[follows].tolist())
+            column.extend(np.fromiter(values, dtype=object, count=n)[lazy].tolist())
         rows.log_dir.extend(repeat(self.sim.log_dirs[0], m))
-        rows.order.extend((follows + (self.made + 1)).tolist())
-        pristine.update(zip(tp_array[follows].tolist(), range(base, base + m)))
-        groups = [(int(leader_array[g[0]]), tp_array[g[1:]].tolist()) for g in np.split(by_session, starts[1:])]
-        return flags.tolist(), groups
+        rows.order.extend((lazy + (self.made + 1)).tolist())
+        pristine.update(zip(tp_array[lazy].tolist(), range(base, base + m)))
+        return flags.tolist(), groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
 
     def _tps(self, names, codes: np.ndarray, parts: np.ndarray) -> list[tuple]:
         """The interned (topic, partition) keys of rows (``names[codes[i]]``, ``parts[i]``), from a table per topic."""
@@ -814,8 +904,26 @@ class Replication:
         truncations: dict = {}
         errors: dict = {}
         watch = s.watch
+        pristine = self.pristine.get(leader)
+        if pristine:
+            rows = self.rows[leader]
+            row_leader, row_epoch, row_isr = rows.leader, rows.leader_epoch, rows.isr
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
+            if rep is None and pristine:
+                k = pristine.get(tp)
+                if k is not None and row_leader[k] == leader:
+                    # A pristine leader: an empty log in the epoch of its row.
+                    if leader_epoch != row_epoch[k]:
+                        errors[tp] = (FENCED_LEADER_EPOCH if leader_epoch < row_epoch[k] else UNKNOWN_LEADER_EPOCH,
+                                      leader_epoch)
+                        continue
+                    if not offset and last_epoch < 0 and f in row_isr[k]:
+                        # The follower is at the log end: caught up now, and the session's fetch times stand
+                        # for it from here (its watch entry goes; none left means fetched, at offset 0).
+                        watch.pop(tp, None)
+                        continue
+                    rep = self._wake(leader, tp)
             if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
                 errors[tp] = (NOT_LEADER_OR_FOLLOWER if rep is None or not rep.offline else KAFKA_STORAGE_ERROR,
                               leader_epoch)
@@ -1086,10 +1194,13 @@ class Replication:
         one (error, tp, count, epoch, first offset) per batch (never called for acks=0). ``timeout_ms``
         is the request's timeout (the producer's request.timeout.ms): how long acks=-1 batches may wait."""
         reps = self.replicas.get(b)
+        pristine = self.pristine.get(b)
         request = ProduceRequest(acks, batches, respond if acks != 0 else (lambda results: None))
         waiting = False
         for i, (tp, count) in enumerate(batches):
             rep = reps.get(tp) if reps is not None else None
+            if rep is None and pristine and tp in pristine:
+                rep = self._wake(b, tp)
             if rep is not None and rep.offline:
                 # ReplicaManager.getPartitionOrException: an offline partition fails first, leader or not.
                 request.decide(i, (KAFKA_STORAGE_ERROR, tp, count, -1, -1))
@@ -1152,6 +1263,18 @@ class Replication:
         now = self.sim.loop.now
         reps = self.replicas[b]
         shrink: dict[tuple, list] = {}
+        pristine = self.pristine.get(b)
+        if pristine:
+            # Pristine leaders: a follower that has not fetched yet has its row's watch entry (a tuple).
+            row_leader, row_isr = self.rows[b].leader, self.rows[b].isr
+            for (f, leader, _), s in self.sessions.items():
+                if leader != b or not s.watch:
+                    continue
+                for tp, w in s.watch.items():
+                    if type(w) is tuple and now - w[0] > self.lag_max_ms:
+                        k = pristine.get(tp)
+                        if k is not None and row_leader[k] == b and f in row_isr[k] and tp not in reps:
+                            shrink.setdefault(tp, []).append(f)
         for f, tps in self.led_with.get(b, {}).items():
             if self.num_fetchers == 1:
                 groups = [(self.sessions.get((f, b, 0)), tps)]
@@ -1174,7 +1297,7 @@ class Replication:
                     if now - last > self.lag_max_ms:
                         shrink.setdefault(tp, []).append(f)
         for tp in sorted(shrink):
-            rep = reps[tp]
+            rep = reps.get(tp) or self._wake(b, tp)
             out = shrink[tp]
             self._propose_isr(rep, tuple(r for r in rep.isr if r not in out), shrink=True)
         self._schedule_isr_check(b)
@@ -1208,9 +1331,8 @@ class Replication:
 
     def _alter_done(self, b: int, proposals: dict, response) -> None:
         """Partition.handleAlterPartitionUpdate: adopt what the controller stored, or give up the proposal."""
-        reps = self.replicas.get(b, {})
         for tp, (leader_epoch, _isr, _pe) in proposals.items():
-            rep = reps.get(tp)
+            rep = self.replica_or_none(b, tp)
             if rep is None or rep.leader_epoch != leader_epoch:
                 continue
             rep.pending_isr = None
