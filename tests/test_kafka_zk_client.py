@@ -809,3 +809,12 @@ def test_encode_topic_matches_the_plain_json_encoding(by_partition, topic_id):
     from statemachines.leader_and_isr import ReplicaAssignment
     assignment = {p: ReplicaAssignment(tuple(r), tuple(a), tuple(rm)) for p, (r, a, rm) in by_partition.items()}
     assert encode_topic(topic_id, assignment) == _encode_topic_reference(topic_id, assignment)
+
+
+def test_an_assignment_becomes_a_matrix_only_in_its_usual_form():
+    from controller.store.kafka_zk_client import _assignment_matrix
+    assert _assignment_matrix({0: [1, 2], 1: (2, 3)}).tolist() == [[1, 2], [2, 3]]
+    assert _assignment_matrix({0: [-1, 5]}).tolist() == [[-1, 5]]
+    for other in ({}, {1: [1]}, {1: [1], 0: [2]}, {"0": [1]}, {True: [1]}, {0: [True, 1]}, {0: [1.0, 2]},
+                  {0: [1], 1: [1, 2]}, {0: []}, {0: [2 ** 70]}, {0: "12"}):
+        assert _assignment_matrix(other) is None, other
