@@ -47,8 +47,8 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from itertools import repeat
-from operator import attrgetter
+from itertools import compress, repeat
+from operator import attrgetter, contains, eq, is_not, itemgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -412,8 +412,7 @@ class Replication:
     def become_leader_or_follower(self, b: int, p) -> str:
         """Apply one accepted LeaderAndIsr partition state ``p`` at broker ``b``; returns the partition error."""
         intern = self._interned.setdefault
-        tp = (p.topic, p.partition)
-        tp = intern(tp, tp)
+        tp = self._tp_key(p.topic, p.partition)
         rep = self.replica(b, tp)
         if rep.offline:
             return KAFKA_STORAGE_ERROR
@@ -492,10 +491,23 @@ class Replication:
         pristine, pristine_rows = self.pristine[b], self.rows[b]
         lazy = len(tps) >= self.pristine_min_rows
         made = self.made
-        flags, groups, watched = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets) \
+        flags, groups, watched = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets,
+                                                        (replica_column, batch.column("isr"), rows)) \
             if lazy and single and one_dir else (None, (), ())
-        for tp, leader, epoch, isr, partition_epoch, replicas, min_isr, flag in zip(
-                tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags or repeat(0)):
+        every = zip(tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags or repeat(0))
+        if flags is not None:
+            # Every row is new and makes one replica or row (row i the (made + 1 + i)-th): the loop visits only
+            # the rows that do more than add a row (flags 1 and 3 did all in _pristine_in_bulk).
+            first = made
+            visit = [i for i, flag in enumerate(flags) if flag != 1 and flag != 3]
+            every = zip(*(itemgetter(*visit)(column) for column in (
+                tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags))) if len(visit) > 1 \
+                else ([tuple(column[visit[0]] for column in (tps, leaders, epochs, isrs, partition_epochs,
+                                                            replica_sets, min_isrs, flags))] if visit else ())
+            at = iter(visit)
+        for tp, leader, epoch, isr, partition_epoch, replicas, min_isr, flag in every:
+            if flags is not None:
+                made = first + next(at)
             if flag:
                 made += 1
                 if flag == 2:    # the first of its session's new rows: the session is kicked now, as row by row
@@ -588,7 +600,7 @@ class Replication:
                 if s.state == IDLE or s.state == PARKED:
                     self.made = made
                     self._kick(s)
-        self.made = made
+        self.made = made if flags is None else first + len(tps)
         for leader, rest in groups:
             # The session's other new rows: nothing has read its partitions since its first one was added.
             s = following[leader]
@@ -605,7 +617,7 @@ class Replication:
         if became_leader:
             sim.metrics.leaders_changed(b, became_leader)
 
-    def _pristine_in_bulk(self, b: int, tps: list, columns: dict, isrs: list, replica_sets: list
+    def _pristine_in_bulk(self, b: int, tps: list, columns: dict, isrs: list, replica_sets: list, lists: tuple
                           ) -> tuple[list | None, list, list]:
         """The pristine rows of a LeaderAndIsr whose rows are all new to broker ``b`` (one log directory, one
         fetcher), made at once: (a flag per row — 1 a pristine follower row made here, 2 the first such row of
@@ -650,16 +662,41 @@ class Replication:
             flags[lead_rows] = 3
             now = self.sim.loop.now
             caught_up, never = (now, 0), (0, 0)       # shared: a follower's first fetch removes its entry
-            for i, tp, replicas, isr in zip(lead_rows.tolist(), tp_array[lead_rows].tolist(),
-                                            np.fromiter(replica_sets, dtype=object, count=n)[lead_rows].tolist(),
-                                            np.fromiter(isrs, dtype=object, count=n)[lead_rows].tolist()):
-                for r in replicas:
-                    if r != b:
-                        entries = watched.get(r)
-                        if entries is None:
-                            entries = watched[r] = {}
-                            flags[i] = 4
-                        entries[tp] = caught_up if r in isr else never
+            replica_column, isr_column, batch_rows = lists
+            table = self._row_table(replica_column, np.asarray(batch_rows)[lead_rows])
+            isr_table = self._row_table(isr_column, np.asarray(batch_rows)[lead_rows]) if table is not None else None
+            if isr_table is not None:
+                # Each follower's entries in row order, as arrays: (row, follower) pairs sorted by follower, then row.
+                width = table.shape[1]
+                in_isr = np.zeros(table.shape, dtype=bool)
+                for j in range(isr_table.shape[1]):
+                    in_isr |= table == isr_table[:, j:j + 1]
+                at = np.repeat(lead_rows, width)
+                follower = table.reshape(-1)
+                in_isr = in_isr.reshape(-1)
+                keep = follower != b
+                at, follower, in_isr = at[keep], follower[keep], in_isr[keep]
+                order = np.lexsort((at, follower))
+                at, follower, in_isr = at[order], follower[order], in_isr[order]
+                starts = np.flatnonzero(np.r_[True, follower[1:] != follower[:-1]])
+                flags[at[starts]] = 4
+                bounds = np.r_[starts, len(at)].tolist()
+                for r, lo, hi in zip(follower[starts].tolist(), bounds, bounds[1:]):
+                    keys = tp_array[at[lo:hi]].tolist()
+                    member = in_isr[lo:hi]
+                    watched[r] = dict.fromkeys(keys, caught_up) if member.all() else \
+                        dict(zip(keys, [caught_up if x else never for x in member.tolist()]))
+            else:
+                for i, tp, replicas, isr in zip(lead_rows.tolist(), tp_array[lead_rows].tolist(),
+                                                np.fromiter(replica_sets, dtype=object, count=n)[lead_rows].tolist(),
+                                                np.fromiter(isrs, dtype=object, count=n)[lead_rows].tolist()):
+                    for r in replicas:
+                        if r != b:
+                            entries = watched.get(r)
+                            if entries is None:
+                                entries = watched[r] = {}
+                                flags[i] = 4
+                            entries[tp] = caught_up if r in isr else never
         # Every row makes one replica or row: row i is the (made + 1 + i)-th.
         rows = self.rows[b]
         base = len(rows.order)
@@ -674,11 +711,18 @@ class Replication:
         pristine.update(zip(tp_array[lazy].tolist(), range(base, base + m)))
         return flags.tolist(), groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
 
+    def _tp_key(self, topic: str, partition: int) -> tuple:
+        """The one (topic, partition) key object of a partition (from its topic's table, if that covers it)."""
+        keys = self._tp_table.get(topic)
+        if keys is not None and partition < len(keys):
+            return keys[partition]
+        tp = (topic, partition)
+        return self._interned.setdefault(tp, tp)
+
     def _tps(self, names, codes: np.ndarray, parts: np.ndarray) -> list[tuple]:
         """The interned (topic, partition) keys of rows (``names[codes[i]]``, ``parts[i]``), from a table per topic."""
         out = np.empty(len(codes), dtype=object)
         table = self._tp_table
-        intern = self._interned.setdefault
         by_code = np.argsort(codes, kind="stable")
         sorted_codes = codes[by_code]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
@@ -692,12 +736,24 @@ class Replication:
                 grown = np.empty(max(need, 2 * have), dtype=object)
                 if have:
                     grown[:have] = keys
-                for p in range(have, len(grown)):
-                    tp = (name, p)
-                    grown[p] = intern(tp, tp)
+                grown[have:] = np.fromiter(zip(repeat(name), range(have, len(grown))), dtype=object,
+                                           count=len(grown) - have)
                 keys = table[name] = grown
             out[at] = keys[want]
         return out.tolist()
+
+    @staticmethod
+    def _row_table(column, rows) -> np.ndarray | None:
+        """The int lists of ``rows`` of a ListColumn as a table, if they all have one length (else None)."""
+        offsets = np.asarray(column.offsets)
+        rows = np.asarray(rows)
+        if not len(rows):
+            return None
+        lengths = offsets[rows + 1] - offsets[rows]
+        width = int(lengths[0])
+        if not width or lengths.min() != lengths.max():
+            return None
+        return np.asarray(column.values)[offsets[rows][:, None] + np.arange(width)].astype(np.int64)
 
     def _row_tuples(self, column, rows) -> list[tuple]:
         """The int tuples of ``rows`` of a ListColumn, each one interned."""
@@ -870,7 +926,26 @@ class Replication:
         # Each partition once, dirty ones first ({**a, **b}: the keys in first-seen order, made in C).
         pristine = self.pristine.get(f)
         row_epochs = self.rows[f].leader_epoch if pristine else None
-        for tp in {**s.dirty, **s.watch} if s.watch else s.dirty:
+        keys = {**s.dirty, **s.watch} if s.watch else s.dirty
+        n = len(keys)
+        if pristine and n >= 16:
+            # The loop below as arrays (a session's first full fetch carries thousands of pristine rows): a pristine
+            # row's offsets are an empty log's in its row's leader epoch; a replica's are read one by one.
+            ks = list(map(pristine.get, keys, repeat(-1)))
+            is_row = np.fromiter(ks, dtype=np.int64, count=n) >= 0
+            if is_row.any():
+                followed = np.fromiter(map(partitions.__contains__, keys), dtype=bool, count=n)
+                values = list(zip(repeat(0), repeat(-1), itemgetter(*ks)(row_epochs)))
+                got = list(map(reps.get, keys))
+                has_rep = np.fromiter(map(is_not, got, repeat(None)), dtype=bool, count=n) & followed
+                for i in np.flatnonzero(has_rep).tolist():
+                    rep = got[i]
+                    log = rep.log
+                    epochs = log.epochs
+                    values[i] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
+                offsets = dict(compress(zip(keys, values), (followed & (is_row | has_rep)).tolist()))
+                keys = ()
+        for tp in keys:
             if tp in partitions:
                 rep = reps.get(tp)
                 if rep is not None:
@@ -908,6 +983,22 @@ class Replication:
         if pristine:
             rows = self.rows[leader]
             row_leader, row_epoch, row_isr = rows.leader, rows.leader_epoch, rows.isr
+            n = len(offsets)
+            if n >= 16:
+                # The loop's common case for a pristine leader (below), as arrays: a follower in the ISR at offset 0
+                # with no epoch, in the row's leader epoch. Those partitions only leave the watch, and their answer
+                # is empty: the rest go through the loop, in order, and the answer looks at the rest only.
+                ks = list(map(pristine.get, offsets, repeat(-1)))
+                plain = np.fromiter(ks, dtype=np.int64, count=n) >= 0
+                if plain.any():
+                    pick = itemgetter(*ks)      # (-1, not a row: the last row's values, masked out)
+                    plain &= np.fromiter(pick(row_leader), dtype=np.int64, count=n) == leader
+                    plain &= np.fromiter(map(eq, offsets.values(), zip(repeat(0), repeat(-1), pick(row_epoch))),
+                                         dtype=bool, count=n)
+                    plain &= np.fromiter(map(contains, pick(row_isr), repeat(f)), dtype=bool, count=n)
+                    if plain.any():
+                        deque(map(watch.pop, compress(offsets, plain.tolist()), repeat(None)), 0)
+                        offsets = {} if plain.all() else dict(compress(offsets.items(), (~plain).tolist()))
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
             if rep is None and pristine:
@@ -1007,7 +1098,7 @@ class Replication:
                 keys = {**pending, **watch, **offsets} if pending or offsets else tuple(watch)
             else:
                 keys = ({**pending, **offsets} if offsets else pending) if pending else offsets
-            for tp in keys:
+            for tp in keys if any(map(reps.__contains__, keys)) else ():
                 if skip and (tp in truncations or tp in errors):
                     continue
                 rep = reps.get(tp)
