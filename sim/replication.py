@@ -48,7 +48,7 @@ from __future__ import annotations
 import gc
 from collections import deque
 from itertools import compress, repeat
-from operator import attrgetter, contains, eq, is_not, itemgetter
+from operator import attrgetter, contains, eq, itemgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -494,12 +494,13 @@ class Replication:
         flags, groups, watched = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets,
                                                         (replica_column, batch.column("isr"), rows)) \
             if lazy and single and one_dir else (None, (), ())
-        every = zip(tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags or repeat(0))
+        every = zip(tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, repeat(0))
         if flags is not None:
             # Every row is new and makes one replica or row (row i the (made + 1 + i)-th): the loop visits only
             # the rows that do more than add a row (flags 1 and 3 did all in _pristine_in_bulk).
             first = made
-            visit = [i for i, flag in enumerate(flags) if flag != 1 and flag != 3]
+            visit = np.flatnonzero((flags != 1) & (flags != 3)).tolist()
+            flags = flags.tolist()
             every = zip(*(itemgetter(*visit)(column) for column in (
                 tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, flags))) if len(visit) > 1 \
                 else ([tuple(column[visit[0]] for column in (tps, leaders, epochs, isrs, partition_epochs,
@@ -701,15 +702,16 @@ class Replication:
         rows = self.rows[b]
         base = len(rows.order)
         m = len(lazy)
+        every = m == n          # (a set-up: every row a pristine row)
         for column, name in ((rows.leader, "leader"), (rows.leader_epoch, "leader_epoch"),
                              (rows.partition_epoch, "partition_epoch"), (rows.min_isr, "min_isr")):
-            column.extend(columns[name][lazy].tolist())
+            column.extend((columns[name] if every else columns[name][lazy]).tolist())
         for column, values in ((rows.isr, isrs), (rows.replicas, replica_sets)):
-            column.extend(np.fromiter(values, dtype=object, count=n)[lazy].tolist())
+            column.extend(values if every else np.fromiter(values, dtype=object, count=n)[lazy].tolist())
         rows.log_dir.extend(repeat(self.sim.log_dirs[0], m))
-        rows.order.extend((lazy + (self.made + 1)).tolist())
-        pristine.update(zip(tp_array[lazy].tolist(), range(base, base + m)))
-        return flags.tolist(), groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
+        rows.order.extend(range(self.made + 1, self.made + 1 + n) if every else (lazy + (self.made + 1)).tolist())
+        pristine.update(zip(tps if every else tp_array[lazy].tolist(), range(base, base + m)))
+        return flags, groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
 
     def _tp_key(self, topic: str, partition: int) -> tuple:
         """The one (topic, partition) key object of a partition (from its topic's table, if that covers it)."""
@@ -772,8 +774,9 @@ class Replication:
                 for k in range(1, width):
                     packed = packed << 21 | table[:, k]
                 distinct, first, inverse = np.unique(packed, return_index=True, return_inverse=True)
-                made = [intern(t, t) for t in map(tuple, table[first].tolist())]
-                return [made[k] for k in inverse.reshape(-1).tolist()]
+                made = np.empty(len(first), dtype=object)
+                made[:] = [intern(t, t) for t in map(tuple, table[first].tolist())]
+                return made[inverse.reshape(-1)].tolist()
         lo = offsets[rows].tolist()
         hi = offsets[rows + 1].tolist()
         flat = values.tolist()
@@ -928,22 +931,29 @@ class Replication:
         row_epochs = self.rows[f].leader_epoch if pristine else None
         keys = {**s.dirty, **s.watch} if s.watch else s.dirty
         n = len(keys)
+        if n >= 16:
+            followed = list(map(partitions.__contains__, keys))
+            if not all(followed):
+                keys = list(compress(keys, followed))      # (the watch holds the leader's partitions not followed yet)
+                n = len(keys)
         if pristine and n >= 16:
             # The loop below as arrays (a session's first full fetch carries thousands of pristine rows): a pristine
             # row's offsets are an empty log's in its row's leader epoch; a replica's are read one by one.
+            keys = list(keys)
             ks = list(map(pristine.get, keys, repeat(-1)))
             is_row = np.fromiter(ks, dtype=np.int64, count=n) >= 0
             if is_row.any():
-                followed = np.fromiter(map(partitions.__contains__, keys), dtype=bool, count=n)
                 values = list(zip(repeat(0), repeat(-1), itemgetter(*ks)(row_epochs)))
-                got = list(map(reps.get, keys))
-                has_rep = np.fromiter(map(is_not, got, repeat(None)), dtype=bool, count=n) & followed
+                has_rep = ~is_row       # (a partition is a replica or a row, never both)
                 for i in np.flatnonzero(has_rep).tolist():
-                    rep = got[i]
+                    rep = reps.get(keys[i])
+                    if rep is None:
+                        has_rep[i] = False
+                        continue
                     log = rep.log
                     epochs = log.epochs
                     values[i] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
-                offsets = dict(compress(zip(keys, values), (followed & (is_row | has_rep)).tolist()))
+                offsets = dict(compress(zip(keys, values), (is_row | has_rep).tolist()))
                 keys = ()
         for tp in keys:
             if tp in partitions:
