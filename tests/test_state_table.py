@@ -67,6 +67,9 @@ class ReferenceClient(KafkaZkClient):
     read_partition_state_columns = PartitionStateColumnsMixin.read_partition_state_columns
     write_leader_and_isr_columns = PartitionStateColumnsMixin.write_leader_and_isr_columns
 
+    def _update_leader_and_isr_rows(self, states, controller_epoch, expected):
+        return None
+
     def _create_state_znodes(self, states, expected):
         return None
 
@@ -447,7 +450,7 @@ def draw_op(data, first=False):
         ["create"] * 3 + ["write"] * 6 + ["read"] * 3 + ["watch"] * 2 + ["handler"] * 3 + [
             "per_partition", "other_form", "child", "unhandler", "expire_writer", "expire_obs", "delete_topic",
             "bump_epoch", "delete_epoch", "snapshot", "tick", "as_leader"] + ["create_columns"] * 3 + ["parent"] * 4
-        + ["topic_matrix", "read_topics"]), label="op")
+        + ["topic_matrix", "read_topics"] + ["update_many"] * 3), label="op")
     topic = data.draw(st.sampled_from(TOPICS), label="topic")
     if kind == "create_columns":
         segments = []
@@ -505,6 +508,15 @@ def draw_op(data, first=False):
                       [data.draw(st.sampled_from(["right", "right", "right", "wrong", "any"])) for _ in parts],
                       data.draw(st.integers(0, 3)),
                       data.draw(st.sampled_from(["current", "current", "current", "current", "stale"])))
+    if kind == "update_many":     # update_leader_and_isr of partitions of both topics, interleaved
+        cells = data.draw(st.lists(st.tuples(st.sampled_from(TOPICS), st.sampled_from(PARTITIONS + (8,))),
+                                   max_size=10, unique=True))
+        rows = [(tp, data.draw(st.integers(-1, 4)), data.draw(st.integers(0, 5)),
+                 tuple(data.draw(st.lists(st.sampled_from([0, 1, 2, 3, 4] * 4 + [-1]), max_size=4))),
+                 data.draw(st.sampled_from([0, 0, 1])), data.draw(st.sampled_from(["right"] * 4 + ["wrong", "any"])))
+                for tp in cells]
+        return kind, (rows, data.draw(st.integers(0, 3)),
+                      data.draw(st.sampled_from(["current", "current", "current", "current", "stale"])))
     if kind == "read":
         return kind, (topic, data.draw(st.lists(st.sampled_from(PARTITIONS + (8, -1)), max_size=8)))
     if kind == "per_partition":
@@ -552,6 +564,16 @@ def apply(world: World, op) -> object:
             topic, np.array(parts, dtype=np.int32), np.array(leaders, dtype=np.int32),
             np.array(epochs, dtype=np.int32), isr.copy(), np.array(recovery, dtype=np.uint8),
             np.array(versions, dtype=np.int32), ce, zkv))
+    if kind == "update_many":
+        rows, ce, which = arg
+        states = {}
+        for tp, leader, epoch, isr, recovery, expectation in rows:
+            stat = zk.exists(world.obs, state(*tp)) if zk.is_alive(world.obs) else None
+            v = stat.version if stat is not None else 0
+            states[tp] = LeaderAndIsr(leader, epoch, isr, recovery,
+                                      v if expectation == "right" else -1 if expectation == "any" else v + 1)
+        zkv = world.zkv if which == "current" else world.zkv + 1
+        return _call(lambda: w.update_leader_and_isr(states, ce, zkv))
     if kind == "read":
         topic, parts = arg
         return _call(lambda: w.read_partition_state_columns(topic, np.array(parts, dtype=np.int64)))

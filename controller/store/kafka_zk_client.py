@@ -812,7 +812,11 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         """Conditional ``/state`` writes (expected version = each LeaderAndIsr's partition_epoch), fenced.
 
         Every write is sent; then a failed epoch check raises ControllerMovedError (any other failure of the
-        check, or a lost session, fails every partition with that error, as in Kafka)."""
+        check, or a lost session, fails every partition with that error, as in Kafka). Partitions of the model's
+        /state table go as rows, a run of one topic at a time (``_update_leader_and_isr_rows``)."""
+        rows = self._update_leader_and_isr_rows(states, controller_epoch, expected_controller_epoch_zk_version)
+        if rows is not None:
+            return rows
         finished: dict = {}
         retry: list = []
         check_failed = None
@@ -836,6 +840,72 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         except ControllerMovedError:
             raise
         except KeeperError as e:
+            return UpdateLeaderAndIsrResult({tp: e for tp in states}, [])
+        return UpdateLeaderAndIsrResult(finished, retry)
+
+    def _update_leader_and_isr_rows(self, states: Mapping[tuple, LeaderAndIsr], controller_epoch: int,
+                                    expected: int) -> UpdateLeaderAndIsrResult | None:
+        """``update_leader_and_isr`` through ``ZooKeeper.set_state_rows``: the same multis in the same order (each
+        run of consecutive partitions of one topic as one call), the same result; None, with nothing sent, for
+        input it does not take (unfenced, a name or value the rows cannot hold, an ISR with a negative id)."""
+        if len(states) < _ROWS_AT_LEAST or expected == ANY_VERSION:
+            return None
+        runs: list = []
+        topic = None
+        for tp, lai in states.items():
+            if type(tp) is not tuple or len(tp) != 2 or type(lai) is not LeaderAndIsr:
+                return None
+            if tp[0] != topic:
+                topic = tp[0]
+                runs.append((topic, []))
+            runs[-1][1].append((tp[1], lai))
+        prepared = []
+        for topic, items in runs:
+            n = len(items)
+            isrs = [lai.isr for _, lai in items]
+            width = max(map(len, isrs))
+            try:
+                ps = np.fromiter((p for p, _ in items), np.int64, n)
+                leader = np.fromiter((lai.leader for _, lai in items), np.int64, n)
+                leader_epoch = np.fromiter((lai.leader_epoch for _, lai in items), np.int64, n)
+                recovery = np.fromiter((lai.recovery_state for _, lai in items), np.int64, n)
+                version = np.fromiter((lai.partition_epoch for _, lai in items), np.int64, n)
+                isr = np.full((n, width), -1, np.int64)
+                lengths = np.fromiter(map(len, isrs), np.int64, n)
+                if width:
+                    isr[np.arange(width) < lengths[:, None]] = np.fromiter(chain.from_iterable(isrs), np.int64,
+                                                                           int(lengths.sum()))
+            except (TypeError, ValueError, OverflowError):
+                return None
+            if (isr[np.arange(width) < lengths[:, None]] < 0).any():
+                return None     # written as given by the per-partition way; a row's ISR holds ids >= 0 only
+            row = _column_write_rows(topic, ps, leader, leader_epoch, isr, recovery, version, controller_epoch,
+                                     expected)
+            if row is None:
+                return None
+            prepared.append((topic, items, row))
+        finished: dict = {}
+        retry: list = []
+        check_failed = None
+        for topic, items, (ps, leader, leader_epoch, isr, isr_len, recovery, version, ce, exp) in prepared:
+            out = self._zk.set_state_rows(self._session_id, topic, ps, ce, leader, leader_epoch, isr, isr_len,
+                                          recovery, version, self._epoch_check(exp))
+            if out.stopped >= 0:    # the session is gone: every partition fails with it, as _write_many raises
+                e = SessionExpiredError()
+                return UpdateLeaderAndIsrResult({tp: e for tp in states}, [])
+            for (p, lai), c, v in zip(items, out.code.tolist(), out.version.tolist()):
+                if c == R_OK:
+                    finished[(topic, p)] = lai.with_partition_epoch(v)
+                elif c == R_BADVERSION:
+                    retry.append((topic, p))
+                elif c == R_CHECK_NONODE or c == R_CHECK_BADVERSION:
+                    check_failed = check_failed or _CheckFailed(CODE_NAMES[c], exp)
+                else:
+                    finished[(topic, p)] = KeeperError.create(CODE_NAMES[c], state_path(topic, p))
+        if check_failed is not None:
+            e = check_failed.error()
+            if isinstance(e, ControllerMovedError):
+                raise e
             return UpdateLeaderAndIsrResult({tp: e for tp in states}, [])
         return UpdateLeaderAndIsrResult(finished, retry)
 
@@ -1291,6 +1361,9 @@ _ZNODE_METHODS = {EventType.NODE_CREATED: "handle_creation", EventType.NODE_DELE
 def _broker_info(broker_id, host, port, rack, endpoints, jmx_port, features, version) -> BrokerInfo:
     eps = tuple(endpoints) if endpoints else (EndPoint(host, port),)
     return BrokerInfo(broker_id, eps, rack, tuple(sorted(features)), version, jmx_port)
+
+
+_ROWS_AT_LEAST = 1   # fewer writes than this go one by one (the rows' set-up costs more than it saves)
 
 
 def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, expected_version, controller_epoch,
