@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import attrgetter, contains, eq, itemgetter
 from types import MappingProxyType
 
@@ -171,9 +171,12 @@ class PristineRows:
     is their session's watch entry, a shared tuple until the follower's first fetch removes it. Append-only while
     the broker's process runs; a woken row stays, unreferenced."""
 
-    __slots__ = ("leader", "leader_epoch", "isr", "partition_epoch", "replicas", "min_isr", "log_dir", "order")
+    __slots__ = ("leader", "leader_epoch", "isr", "partition_epoch", "replicas", "min_isr", "log_dir", "order",
+                 "_mirror", "_mirrored")
 
     def __init__(self) -> None:
+        self._mirror: tuple | None = None     # (leader, leader epoch, ISR bitmask) as arrays: rows.arrays()
+        self._mirrored = 0
         self.leader: list[int] = []
         self.leader_epoch: list[int] = []
         self.isr: list[tuple] = []
@@ -182,6 +185,33 @@ class PristineRows:
         self.min_isr: list[int] = []
         self.log_dir: list[str] = []
         self.order: list[int] = []
+
+    def arrays(self) -> tuple | None:
+        """(leader, leader epoch, ISR as a bitmask of broker ids) of every row as int64 arrays, or None if a broker
+        id is outside 0..62. The rows never change (a touched one is woken): each is copied in once."""
+        n, m = len(self.order), self._mirrored
+        if n > m:
+            ids = np.fromiter(map(id, self.isr[m:]), dtype=np.int64, count=n - m)   # (ISR tuples are interned)
+            distinct, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+            masks = []
+            for i in first.tolist():
+                isr = self.isr[m + i]
+                if any(r < 0 or r > 62 for r in isr):
+                    return None
+                masks.append(sum(1 << r for r in isr))
+            tail = (np.fromiter(self.leader[m:], dtype=np.int64, count=n - m),
+                    np.fromiter(self.leader_epoch[m:], dtype=np.int64, count=n - m),
+                    np.array(masks, dtype=np.int64)[inverse.reshape(-1)])
+            if self._mirror is None or len(self._mirror[0]) < n:
+                grown = tuple(np.empty(max(n, 2 * m), dtype=np.int64) for _ in range(3))
+                if m:
+                    for new, old in zip(grown, self._mirror):
+                        new[:m] = old[:m]
+                self._mirror = grown
+            for column, values in zip(self._mirror, tail):
+                column[m:n] = values
+            self._mirrored = n
+        return self._mirror
 
     def add(self, leader: int, leader_epoch: int, isr: tuple, partition_epoch: int, replicas: tuple, min_isr: int,
             log_dir: str, order: int) -> int:
@@ -941,9 +971,12 @@ class Replication:
             # row's offsets are an empty log's in its row's leader epoch; a replica's are read one by one.
             keys = list(keys)
             ks = list(map(pristine.get, keys, repeat(-1)))
-            is_row = np.fromiter(ks, dtype=np.int64, count=n) >= 0
+            at = np.fromiter(ks, dtype=np.int64, count=n)
+            is_row = at >= 0
             if is_row.any():
-                values = list(zip(repeat(0), repeat(-1), itemgetter(*ks)(row_epochs)))
+                mirror = self.rows[f].arrays()
+                epochs = mirror[1][np.maximum(at, 0)].tolist() if mirror is not None else itemgetter(*ks)(row_epochs)
+                values = list(zip(repeat(0), repeat(-1), epochs))
                 has_rep = ~is_row       # (a partition is a replica or a row, never both)
                 for i in np.flatnonzero(has_rep).tolist():
                     rep = reps.get(keys[i])
@@ -1001,11 +1034,19 @@ class Replication:
                 ks = list(map(pristine.get, offsets, repeat(-1)))
                 plain = np.fromiter(ks, dtype=np.int64, count=n) >= 0
                 if plain.any():
-                    pick = itemgetter(*ks)      # (-1, not a row: the last row's values, masked out)
-                    plain &= np.fromiter(pick(row_leader), dtype=np.int64, count=n) == leader
-                    plain &= np.fromiter(map(eq, offsets.values(), zip(repeat(0), repeat(-1), pick(row_epoch))),
-                                         dtype=bool, count=n)
-                    plain &= np.fromiter(map(contains, pick(row_isr), repeat(f)), dtype=bool, count=n)
+                    mirror = rows.arrays() if 0 <= f <= 62 else None
+                    if mirror is not None:
+                        at = np.where(plain, np.fromiter(ks, dtype=np.int64, count=n), 0)
+                        sent = np.fromiter(chain.from_iterable(offsets.values()), dtype=np.int64,
+                                           count=3 * n).reshape(n, 3)
+                        plain &= (mirror[0][at] == leader) & (sent[:, 0] == 0) & (sent[:, 1] < 0)
+                        plain &= (sent[:, 2] == mirror[1][at]) & ((mirror[2][at] >> f) & 1 == 1)
+                    else:
+                        pick = itemgetter(*ks)      # (-1, not a row: the last row's values, masked out)
+                        plain &= np.fromiter(pick(row_leader), dtype=np.int64, count=n) == leader
+                        plain &= np.fromiter(map(eq, offsets.values(), zip(repeat(0), repeat(-1), pick(row_epoch))),
+                                             dtype=bool, count=n)
+                        plain &= np.fromiter(map(contains, pick(row_isr), repeat(f)), dtype=bool, count=n)
                     if plain.any():
                         deque(map(watch.pop, compress(offsets, plain.tolist()), repeat(None)), 0)
                         offsets = {} if plain.all() else dict(compress(offsets.items(), (~plain).tolist()))
@@ -1104,11 +1145,16 @@ class Replication:
             skip = truncations or errors
             # Each partition once, in first-seen order ({**a, **b, **c} is made in C; a partition's second
             # visit would decide as its first did). The loop adds to ``watch``: it runs over a copy.
-            if watch:
+            # A partition without a replica here (a pristine row: an empty log) has nothing to send: when none has
+            # one, nothing is looked at (a watch of thousands of pristine rows not fetched yet is common in a set-up).
+            if not (any(map(reps.__contains__, pending)) or any(map(reps.__contains__, offsets))
+                    or any(map(reps.__contains__, watch))):
+                keys = ()
+            elif watch:
                 keys = {**pending, **watch, **offsets} if pending or offsets else tuple(watch)
             else:
                 keys = ({**pending, **offsets} if offsets else pending) if pending else offsets
-            for tp in keys if any(map(reps.__contains__, keys)) else ():
+            for tp in keys:
                 if skip and (tp in truncations or tp in errors):
                     continue
                 rep = reps.get(tp)
