@@ -142,7 +142,7 @@ def test_random_clusters_and_faults(monkeypatch, text):
         scenario = parse_scenario(text, "<pristine>")
     except ScenarioError:
         assume(False)
-    same(scenario, monkeypatch)
+    same(scenario, monkeypatch, followers_only=True)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
@@ -195,7 +195,7 @@ def test_a_failed_log_dir_a_config_change_and_a_deletion(monkeypatch):
           - {at: 20s, action: delete_topic, topic: t1}
           - {at: 22s, action: set_config, entity: broker, config: min.insync.replicas, value: 1}
           - {at: 25s, action: elect_preferred}
-        """), "<rows under faults>"), monkeypatch)
+        """), "<rows under faults>"), monkeypatch, followers_only=True)
 
 
 def test_a_restart_with_some_logs_on_disk(monkeypatch):
