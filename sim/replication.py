@@ -310,12 +310,12 @@ class Replication:
             timer.cancel()
         pristine, rows = self.pristine.pop(b, None), self.rows.pop(b, None)
         if pristine:
-            # The logs a pristine leader would have left on disk: empty, its epoch starting at 0.
+            # The logs its pristine rows would have left on disk: empty; a leader's epoch starting at 0.
             disk = self.disks[b]
             row_leader, row_epoch = rows.leader, rows.leader_epoch
             for tp, k in pristine.items():
+                log = disk[tp] = ReplicaLog()
                 if row_leader[k] == b:
-                    log = disk[tp] = ReplicaLog()
                     log.epochs.append((row_epoch[k], 0))
         for rep in self.replicas.pop(b, {}).values():
             if rep.delayed:
