@@ -199,6 +199,9 @@ def _is_event_log(directory: str) -> bool:
         return False
 
 
+SWEEP_DOCUMENT = "sweep.json"   # what kcontroller sweep writes beside its runs' log directories
+
+
 def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
     """(type, path) pairs named by one PATH argument, or an error."""
     if GLOB_MAGIC.search(path):
@@ -226,6 +229,9 @@ def _expand(path: str) -> tuple[list[tuple[str, str]], str | None]:
                 out.append((PARQUET, child))
             elif os.path.isfile(child):
                 out.append((KAFKA_LOG, child))
+        if any(kind == EVENT_LOG for kind, _ in out):
+            # A sweep's own document beside its runs is not a log (named on its own, it is read as one).
+            out = [(kind, p) for kind, p in out if not (kind == KAFKA_LOG and os.path.basename(p) == SWEEP_DOCUMENT)]
         if not out:
             return [], "a directory with no event log and no file in it"
         return out, None

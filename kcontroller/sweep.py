@@ -52,13 +52,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from audit.checks import Report
+from audit.runner import SWEEP_DOCUMENT
 from kcontroller.cli_simulate import simulate_to_log
 from kcontroller.files import write_text_atomically
 from sim.scenario import Scenario
 from sim.simulation import Simulation
 
 ENGINES = ("spark", "local")
-SWEEP_FILE = "sweep.json"
+SWEEP_FILE = SWEEP_DOCUMENT      # the audit passes it over in a sweep's directory
 AUDIT_LIMIT = 1000    # violations listed in the document (their counts are always exact)
 LISTED_SEEDS = 10     # seeds listed at a metric's min / max / null (the counts are exact)
 # What the executors import to run a seed: the packages the simulator and this module stand on.

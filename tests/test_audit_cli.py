@@ -179,6 +179,16 @@ def damaged_log(tmp_path: Path) -> tuple[Path, Path]:
     return log, segment
 
 
+def test_a_sweeps_directory_is_its_runs_and_its_document_is_passed_over(tmp_path, capsys):
+    scripted_log(tmp_path / "sweep" / "seed-1")
+    scripted_log(tmp_path / "sweep" / "seed-2", seed=2)
+    (tmp_path / "sweep" / "sweep.json").write_text('{\n  "scenario": "x"\n}\n')
+    result = run_audit([str(tmp_path / "sweep")], engine="local")
+    assert result.exit_status == 0 and [i.type for i in result.inputs] == [EVENT_LOG, EVENT_LOG]
+    named = run_audit([str(tmp_path / "sweep" / "sweep.json")], engine="local")
+    assert named.exit_status == 2 and "not a Kafka log" in named.inputs[0].error
+
+
 def test_a_damaged_segment_is_an_input_error_naming_the_file(tmp_path):
     log, segment = damaged_log(tmp_path)
     result = run_audit([str(log)], engine="local")
