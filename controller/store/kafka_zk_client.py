@@ -848,7 +848,7 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         """``update_leader_and_isr`` through ``ZooKeeper.set_state_rows``: the same multis in the same order (each
         run of consecutive partitions of one topic as one call), the same result; None, with nothing sent, for
         input it does not take (unfenced, a name or value the rows cannot hold, an ISR with a negative id)."""
-        if len(states) < _ROWS_AT_LEAST or expected == ANY_VERSION:
+        if not states or expected == ANY_VERSION:
             return None
         runs: list = []
         topic = None
@@ -1361,9 +1361,6 @@ _ZNODE_METHODS = {EventType.NODE_CREATED: "handle_creation", EventType.NODE_DELE
 def _broker_info(broker_id, host, port, rack, endpoints, jmx_port, features, version) -> BrokerInfo:
     eps = tuple(endpoints) if endpoints else (EndPoint(host, port),)
     return BrokerInfo(broker_id, eps, rack, tuple(sorted(features)), version, jmx_port)
-
-
-_ROWS_AT_LEAST = 1   # fewer writes than this go one by one (the rows' set-up costs more than it saves)
 
 
 def _column_write_rows(topic, partitions, leader, leader_epoch, isr, recovery, expected_version, controller_epoch,
