@@ -35,7 +35,7 @@ from controller.store.kafka_zk_client import KafkaZkClient
 from controller.request_batch import BrokerRequest
 from controller.store.zookeeper import ZooKeeper
 from events.journal import Journal
-from controller.assignment import assign_replicas
+from controller.assignment import assign_replica_matrix, assign_replicas
 from controller.controller_events import (
     ADMIN_CLIENT_TRIGGERED, NONE, PREFERRED, UNCLEAN as UNCLEAN_ELECTION, ApiPartitionReassignment, ControlledShutdown,
     AlterPartitionReceived, ReplicaLeaderElection, TopicUncleanLeaderElectionEnable,
@@ -483,17 +483,27 @@ class Simulation:
 
     def _create_topic(self, name, partitions, replication_factor, assignment, configs) -> None:
         """kafka-topics.sh --create through the store, as the admin tool does."""
+        matrix = None
         if assignment is None:
             partitions = partitions or self.config.get_int("num.partitions")
             rf = replication_factor or self.config.get_int("default.replication.factor")
-            assignment = self._assign(partitions, rf, self._placement(name, 0))
-        assignment = tuple(tuple(r) for r in assignment)
+            if not self.scenario.cluster.racks:
+                # Kafka's placement as a matrix, given to the store as one (the same writes as the dict form).
+                matrix = assign_replica_matrix(self._live_broker_ids(), partitions, rf, rng=self._placement(name, 0))
+                assignment = tuple(map(tuple, matrix.tolist()))
+            else:
+                assignment = self._assign(partitions, rf, self._placement(name, 0))
+        assignment = tuple(tuple(r) for r in assignment) if matrix is None else assignment
         configs = tuple(sorted((k, str(v)) for k, v in (configs or {}).items()))
         self.topic_configs[name] = dict(configs)
         self.topic_partitions[name] = len(assignment)
         self._topics_changed()
         self._input(TopicCreated, name, assignment, configs)
-        self.admin.create_topic_with_assignment(name, dict(configs), {p: list(r) for p, r in enumerate(assignment)})
+        if matrix is not None:
+            self.admin.create_topic_with_replica_matrix(name, dict(configs), matrix)
+        else:
+            self.admin.create_topic_with_assignment(name, dict(configs),
+                                                    {p: list(r) for p, r in enumerate(assignment)})
 
     def _add_partitions(self, topic: str, count: int, assignment) -> None:
         existing = self.admin.get_full_replica_assignment_for_topics([topic])
