@@ -26,8 +26,9 @@ built for ``master``). ``auto`` takes ``local`` below ``COLUMNAR_THRESHOLD`` byt
 the in-process engine's rows (about ten times the input's size) would fill half the machine's
 memory: on the 2-core benchmark machine the in-process engine was faster than Spark at every size
 measured (docs/benchmarks.md); Spark is for inputs that do not fit, and for clusters.
-Both give identical reports. Kafka text logs are always read here, in the driver (they are small:
-a broker writes megabytes, not gigabytes) and handed to Spark as Arrow.
+Both give identical reports. Kafka text logs are always read here, on the driver's machine, and handed to
+Spark as Arrow: several of them, big enough, by as many worker processes as it has cores (a broker writes
+megabytes a day, not gigabytes; a cluster's many brokers' files are read side by side).
 """
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ from audit.kafka_text_logs import (
     KafkaLogError, KafkaLogReading, read_kafka_log, read_kafka_logs, rotation_sets, run_id_for,
 )
 from audit.log_rows import GLOB_MAGIC, ReadStats, SegmentRef, discover_segments, iter_log_rows
+from audit.kraft_rows import KraftRow
 from audit.rows import PARTITION_TRANSITION, REPLICA_TRANSITION, AuditRow
 from audit.spark_session import physical_memory
 from audit.timeline import TIMELINE_BUCKETS, bucket, bucket_counts
@@ -70,6 +72,9 @@ LOCAL_BYTES_PER_INPUT_BYTE = 10
 # without a manifest, a Parquet byte for this many (zstd-compressed rows).
 LOG_BYTES_PER_PARQUET_ROW = 60
 LOG_BYTES_PER_PARQUET_BYTE = 10
+# Kafka text logs of at least this many bytes in all, in several inputs, are read by worker processes (one per
+# core): a spawned worker takes about half a second to start, a reader about 5 s per 100 MiB.
+PARALLEL_READ_BYTES = 32 << 20
 
 
 DEFAULT_SPARK_THRESHOLD = physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
@@ -91,6 +96,7 @@ class AuditInput:
     paths: list = field(default_factory=list)        # Kafka files read as this one run: a rotated set, oldest
     merged: bool = False                             # first; merged by time (a set as a list in the list)
     parquet: ParquetRun | None = None                # a run of a Parquet export
+    read: bool = field(default=False, repr=False)    # a Kafka input: read (``reading`` or ``error`` says how)
 
     @property
     def log_bytes(self) -> int:
@@ -341,24 +347,80 @@ def choose_engine(engine: str, total_bytes: int, spark_threshold: int) -> tuple[
     return "spark", None
 
 
-def _read_kafka_logs(inputs: list[AuditInput]) -> tuple[list[AuditRow], list]:
-    """The Kafka inputs' audit rows and KRaft rows."""
+def _workers_for(inputs: list[AuditInput], workers: int | None) -> int:
+    """How many processes read the Kafka inputs: ``workers``, or for None one per core when they are several and
+    ``PARALLEL_READ_BYTES`` or more in all (else 1)."""
+    kafka = [i for i in inputs if i.type == KAFKA_LOG]
+    if workers is None:
+        workers = _cores() if sum(i.bytes for i in kafka) >= PARALLEL_READ_BYTES else 1
+    return max(1, min(workers, len(kafka)))
+
+
+def _read_kafka_logs(inputs: list[AuditInput], workers: int = 1) -> tuple[list[AuditRow], list]:
+    """The Kafka inputs' audit rows and KRaft rows, in the inputs' order; inputs not read yet are read, by
+    ``workers`` processes (spawned, one input at a time each) when more than 1. Each input is read alone, so
+    the readings are the same whoever reads them."""
+    kafka = [i for i in inputs if i.type == KAFKA_LOG]
+    todo = [i for i in kafka if not i.read]
+    jobs = [(i.path, i.paths, i.merged, i.run_id) for i in todo]
+    workers = min(workers, len(jobs))
+    if workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        # spawn, not fork: the driver may hold a JVM's threads (Spark) and their locks.
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_read_kafka_input_plain, jobs))
+    else:
+        results = map(_read_kafka_input, jobs)
+    for i, (reading, error) in zip(todo, results):
+        i.read = True
+        if error is not None:
+            i.error = error
+        else:
+            i.reading = _rows_as_records(reading) if workers > 1 else reading
     rows: list[AuditRow] = []
     kraft_rows: list = []
-    for i in inputs:
-        if i.type != KAFKA_LOG:
-            continue
-        try:
-            if i.paths:
-                i.reading = read_kafka_logs(i.paths, merge=i.merged, run_id=i.run_id)
-            else:
-                i.reading = read_kafka_log(i.path, run_id=i.run_id)
-        except KafkaLogError as exc:
-            i.error = exc.reason
-            continue
-        rows += i.reading.rows
-        kraft_rows += i.reading.kraft_rows
+    for i in kafka:
+        if i.reading is not None:
+            rows += i.reading.rows
+            kraft_rows += i.reading.kraft_rows
     return rows, kraft_rows
+
+
+def _read_kafka_input(job: tuple, plain: bool = False) -> tuple[KafkaLogReading | None, str | None]:
+    """One Kafka input read: (reading, None), or (None, why it could not be read). ``plain``: the reading's rows
+    as plain tuples (for a worker process: they cross to the driver in about half the time of named tuples)."""
+    path, paths, merged, run_id = job
+    try:
+        if paths:
+            reading = read_kafka_logs(paths, merge=merged, run_id=run_id)
+        else:
+            reading = read_kafka_log(path, run_id=run_id)
+    except KafkaLogError as exc:
+        return None, exc.reason
+    if plain:
+        reading.rows = list(map(tuple, reading.rows))
+        reading.kraft_rows = list(map(tuple, reading.kraft_rows))
+    return reading, None
+
+
+def _read_kafka_input_plain(job: tuple) -> tuple[KafkaLogReading | None, str | None]:
+    return _read_kafka_input(job, plain=True)
+
+
+def _rows_as_records(reading: KafkaLogReading) -> KafkaLogReading:
+    """A worker's reading with its rows made AuditRow and KraftRow again."""
+    new = tuple.__new__
+    reading.rows = [new(AuditRow, r) for r in reading.rows]
+    reading.kraft_rows = [new(KraftRow, r) for r in reading.kraft_rows]
+    return reading
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:     # not on Linux
+        return os.cpu_count() or 1
 
 
 def _parquet_run_id(i: AuditInput, run_ids) -> None:
@@ -615,13 +677,21 @@ def _spark_error_text(exc: Exception) -> str:
 def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None = None,
               limit: int | None = DEFAULT_LIMIT, spark_threshold: int = DEFAULT_SPARK_THRESHOLD,
               conf: dict | None = None, merge: bool = False, fail_on: str = ERROR,
-              availability: bool = False) -> AuditResult:
+              availability: bool = False, read_workers: int | None = 1) -> AuditResult:
     """Audit every run named by ``paths``; list at most ``limit`` violations and findings (counts are exact).
     ``master`` and ``conf`` (Spark properties) are for the Spark engine; ``fail_on`` is the least severity
     that makes the exit status 1; ``availability`` adds each run's availability figures, from its fold's
-    timelines (:mod:`audit.availability`: on Spark with the Spark engine, else by DuckDB)."""
+    timelines (:mod:`audit.availability`: on Spark with the Spark engine, else by DuckDB). ``read_workers``
+    processes read the Kafka log files, one file (or rotated set) each at a time; None: one per core when
+    they are ``PARALLEL_READ_BYTES`` or more in all. Worker processes are spawned: a script that calls this
+    with more than 1 needs the ``if __name__ == "__main__":`` guard, as any user of multiprocessing does."""
     fails({"by_severity": {}}, fail_on)   # a bad level is refused before anything is read
+    if read_workers is not None and read_workers < 1:
+        raise ValueError(f"read_workers must be 1 or more, not {read_workers}")
     inputs, errors = resolve_inputs(paths, merge=merge)
+    workers = _workers_for(inputs, read_workers)
+    if workers > 1:
+        _read_kafka_logs(inputs, workers)
     if master is not None and engine == "auto":
         engine = "spark"  # naming a cluster is asking for it
     chosen, why = choose_engine(engine, sum(i.log_bytes for i in inputs), spark_threshold)

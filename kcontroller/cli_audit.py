@@ -17,7 +17,7 @@ import json
 import sys
 
 from audit.checks import SEVERITIES, format_violation
-from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, AuditResult, run_audit
+from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, PARALLEL_READ_BYTES, AuditResult, run_audit
 from kcontroller import progress
 from kcontroller.files import write_text_atomically
 
@@ -61,11 +61,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--merge", action="store_true",
                    help="read every Kafka log file given as one history merged by timestamp (the logs of several "
                         "brokers of one cluster); a rotated set is always read as one history, oldest first")
+    p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="processes that read Kafka log files side by side, a file (or rotated set) each at a time "
+                        f"(default: one per core when they are {PARALLEL_READ_BYTES >> 20} MiB or more in all, else 1)")
     p.add_argument("--availability", action="store_true",
                    help="also fold each run's rows into per-partition timelines and report its availability: "
                         "offline partition-seconds and intervals, leader elections, moves and unclean elections")
     progress.add_option(p)
     return p
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes, 1 or more, not {text!r}")
+    return n
 
 
 def print_summary(result: AuditResult, out=None) -> None:
@@ -179,7 +192,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         with _reading(args):
             result = run_audit(args.paths, engine=args.engine, master=args.master, limit=args.limit,
                                spark_threshold=args.spark_threshold, conf=conf, merge=args.merge,
-                               fail_on=args.fail_on, availability=args.availability)
+                               fail_on=args.fail_on, availability=args.availability, read_workers=args.jobs)
     except ImportError as exc:
         print(f"kcontroller: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
