@@ -96,6 +96,7 @@ class Poller:
             return
         if self.bar.total is not None:
             done = min(done, self.bar.total)
+        done = max(done, self.bar.n)      # a sample never takes the bar back (a child process's count moving)
         if done != self.bar.n:
             self.bar.update(done - self.bar.n)
             if final:       # update() draws at most every mininterval: the last count must be shown
@@ -121,12 +122,40 @@ class Poller:
 
 
 def bytes_read() -> int:
-    """Bytes this process has read (``rchar`` of /proc/self/io: files and pipes); OSError where there is none."""
-    with open("/proc/self/io", "rb") as f:
+    """Bytes this process and its live child processes (an audit's reading workers) have read (``rchar`` of
+    /proc/<pid>/io: files and pipes; a child's count joins its parent's when it ends); OSError where there is
+    none for this process."""
+    total = _rchar("/proc/self/io")
+    for pid in _children():
+        try:
+            total += _rchar(f"/proc/{pid}/io")
+        except (OSError, ValueError):
+            pass            # ended meanwhile
+    return total
+
+
+def _rchar(path: str) -> int:
+    with open(path, "rb") as f:
         for line in f:
             if line.startswith(b"rchar:"):
                 return int(line.split()[1])
-    raise OSError("no rchar in /proc/self/io")
+    raise OSError(f"no rchar in {path}")
+
+
+def _children() -> list[str]:
+    """The pids of this process's children (/proc/self/task/*/children); none where the kernel does not say."""
+    pids: list[str] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids += f.read().split()
+        except OSError:
+            pass
+    return pids
 
 
 def input_bytes(paths: Iterable[str]) -> int:
