@@ -48,7 +48,7 @@ from __future__ import annotations
 import gc
 from collections import deque
 from itertools import chain, compress, repeat
-from operator import attrgetter, contains, eq, itemgetter
+from operator import attrgetter, contains, eq, is_, itemgetter
 from types import MappingProxyType
 
 import numpy as np
@@ -139,8 +139,8 @@ class FetchSession:
     """The fetch session of ``follower`` with ``leader``: the partitions it follows there, and what
     the leader knows of how up to date the follower is."""
 
-    __slots__ = ("follower", "leader", "fetcher", "partitions", "state", "pending", "dirty", "watch", "caught_up_ms",
-                 "last_fetch_ms", "sent_ms", "timer", "seq", "hw_moved", "parked_ms", "expiry")
+    __slots__ = ("follower", "leader", "fetcher", "partitions", "state", "pending", "dirty", "watch", "fresh",
+                 "caught_up_ms", "last_fetch_ms", "sent_ms", "timer", "seq", "hw_moved", "parked_ms", "expiry")
 
     def __init__(self, follower: int, leader: int, now: int, fetcher: int = 0):
         self.follower = follower
@@ -151,6 +151,10 @@ class FetchSession:
         self.pending: dict[tuple, None] = {}      # leader side: appended since the last response
         self.dirty: dict[tuple, None] = {}        # follower side: offsets moved since the last fetch
         self.watch: dict[tuple, list] = {}        # leader side: tp -> [last caught-up ms, leader LEO at last fetch]
+        # The watch's tail (its entries after all of ``watch``'s): entries the follower has never fetched (a
+        # pristine leader row's tuple, or the list it became when the row was woken). Nothing is inserted into the
+        # watch while it is there (Replication._flush first); an answer skips it: such an entry has nothing to send.
+        self.fresh: dict[tuple, tuple | list] = {}
         self.caught_up_ms = now                   # for partitions not watched: caught up as of this time
         self.last_fetch_ms = now
         self.sent_ms = now
@@ -394,10 +398,15 @@ class Replication:
             if r == b:
                 continue
             s = sessions.get((r, b, 0))
-            w = s.watch.get(tp) if s is not None else None
+            if s is None:
+                w = None
+            else:
+                w = s.watch.get(tp)
+                if w is None and s.fresh:
+                    w = s.fresh.get(tp)
             if type(w) is tuple:
                 follower_leo[r] = -1
-                s.watch[tp] = list(w)
+                (s.fresh if tp in s.fresh else s.watch)[tp] = list(w)
             else:
                 follower_leo[r] = 0
             tps_r = led.get(r)
@@ -516,7 +525,7 @@ class Replication:
         single = self.num_fetchers == 1
         fetcher_id = self.fetcher_id
         following: dict = {}     # leader (or (leader, fetcher)) -> this broker's session with it
-        watches: dict = {}       # (follower, fetcher) -> the watch of the follower's session with this broker
+        watches: dict = {}       # (follower, fetcher) -> the follower's session with this broker
         led_tps: dict = {}       # follower -> led_with[b][follower]
         pristine, pristine_rows = self.pristine[b], self.rows[b]
         lazy = len(tps) >= self.pristine_min_rows
@@ -605,11 +614,14 @@ class Replication:
                         if tps_r is None:
                             tps_r = led_tps[r] = led[r] = {}
                     tps_r[tp] = None
-                    watch = watches.get(r if single else (r, fetcher))
-                    if watch is None:
-                        s = sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
-                        watch = watches[r if single else (r, fetcher)] = s.watch
-                    watch[tp] = [now if r in isr else 0, leo]
+                    s = watches.get(r if single else (r, fetcher))
+                    if s is None:
+                        s = watches[r if single else (r, fetcher)] = sessions.get((r, b, fetcher)) or \
+                            self._session(r, b, fetcher)
+                    if s.fresh:
+                        self._watch_set(s, tp, [now if r in isr else 0, leo])
+                    else:
+                        s.watch[tp] = [now if r in isr else 0, leo]
                 if leo:
                     # Its log has records (a restarted broker's): the high watermark may move and answer
                     # produces, so the metrics hear of the leaders so far first, as one by one.
@@ -643,7 +655,11 @@ class Replication:
             # row order in each session: nothing read these sessions' watches since the first leader row.
             lead_tps, entries_of = watched
             for r, entries in entries_of:
-                sessions[(r, b, 0)].watch.update(entries)
+                s = sessions[(r, b, 0)]
+                if s.fresh:
+                    s.fresh.update(entries)
+                else:
+                    s.fresh = entries       # (made for this session alone)
             sim.metrics.leader_rows_changed(b, lead_tps)
         if became_leader:
             sim.metrics.leaders_changed(b, became_leader)
@@ -833,7 +849,7 @@ class Replication:
             led.setdefault(r, {})[tp] = None
             s = self.sessions.get((r, b, fetcher)) or self._session(r, b, fetcher)
             # Kafka resets lastCaughtUpTime to now for ISR members, to 0 for the others.
-            s.watch[tp] = [now if r in rep.isr else 0, leo]
+            self._watch_set(s, tp, [now if r in rep.isr else 0, leo])
         self.sim.metrics.leader_changed(rep)
         self._maybe_advance_hw(rep)
 
@@ -845,6 +861,8 @@ class Replication:
             s = self.sessions.get((r, rep.broker, self.fetcher_id(rep.tp)))
             if s is not None:
                 s.watch.pop(rep.tp, None)
+                if s.fresh:
+                    s.fresh.pop(rep.tp, None)
                 s.pending.pop(rep.tp, None)
         self._fail_delayed(rep, NOT_LEADER_OR_FOLLOWER)
         rep.follower_leo = NO_FOLLOWERS
@@ -922,6 +940,23 @@ class Replication:
             s = self.sessions[key] = FetchSession(follower, leader, self.sim.loop.now, fetcher)
         return s
 
+    @staticmethod
+    def _flush(s: FetchSession) -> None:
+        """The watch's never-fetched tail moved into it, in order (before anything is inserted into the watch)."""
+        s.watch.update(s.fresh)
+        s.fresh.clear()
+
+    def _watch_set(self, s: FetchSession, tp: tuple, entry: list) -> None:
+        """``s.watch[tp] = entry`` on the watch with its tail: an entry keeps its place; a new one goes last."""
+        fresh = s.fresh
+        if fresh:
+            if tp in fresh:
+                fresh[tp] = entry
+                return
+            if tp not in s.watch:
+                self._flush(s)
+        s.watch[tp] = entry
+
     def _kick(self, s: FetchSession) -> None:
         """New partitions in the session: fetch now (a parked fetch is answered early)."""
         if s.state == IDLE:
@@ -959,7 +994,8 @@ class Replication:
         # Each partition once, dirty ones first ({**a, **b}: the keys in first-seen order, made in C).
         pristine = self.pristine.get(f)
         row_epochs = self.rows[f].leader_epoch if pristine else None
-        keys = {**s.dirty, **s.watch} if s.watch else s.dirty
+        keys = ({**s.dirty, **s.watch, **s.fresh} if s.fresh else {**s.dirty, **s.watch}) if s.watch or s.fresh \
+            else s.dirty
         n = len(keys)
         if n >= 16:
             followed = list(map(partitions.__contains__, keys))
@@ -1021,7 +1057,7 @@ class Replication:
         s.last_fetch_ms = now
         truncations: dict = {}
         errors: dict = {}
-        watch = s.watch
+        watch, fresh = s.watch, s.fresh
         pristine = self.pristine.get(leader)
         if pristine:
             rows = self.rows[leader]
@@ -1048,7 +1084,14 @@ class Replication:
                                              dtype=bool, count=n)
                         plain &= np.fromiter(map(contains, pick(row_isr), repeat(f)), dtype=bool, count=n)
                     if plain.any():
-                        deque(map(watch.pop, compress(offsets, plain.tolist()), repeat(None)), 0)
+                        gone = compress(offsets, plain.tolist())
+                        if fresh:
+                            # (a row's entry is in the tail unless something was inserted into the watch since)
+                            gone = list(gone)
+                            left = list(map(fresh.pop, gone, repeat(None)))
+                            gone = list(compress(gone, map(is_, left, repeat(None)))) if watch else ()
+                        if gone:
+                            deque(map(watch.pop, gone, repeat(None)), 0)
                         offsets = {} if plain.all() else dict(compress(offsets.items(), (~plain).tolist()))
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
@@ -1063,7 +1106,8 @@ class Replication:
                     if not offset and last_epoch < 0 and f in row_isr[k]:
                         # The follower is at the log end: caught up now, and the session's fetch times stand
                         # for it from here (its watch entry goes; none left means fetched, at offset 0).
-                        watch.pop(tp, None)
+                        if fresh.pop(tp, None) is None:
+                            watch.pop(tp, None)
                         continue
                     rep = self._wake(leader, tp)
             if rep is None or rep.leader != leader or rep.offline:     # not Replica.is_leader: hot path
@@ -1090,18 +1134,24 @@ class Replication:
                 self._update_follower(rep, s, f, offset, now, prev, True)
                 continue
             w = watch.get(tp)
+            at = watch
+            if w is None and fresh:
+                w = fresh.get(tp)
+                at = fresh
             if w is not None:
                 leo = log.leo
                 if offset >= leo:
                     if now > w[0]:
                         w[0] = now
-                    del watch[tp]
+                    del at[tp]
                 elif offset >= w[1]:
                     if prev > w[0]:
                         w[0] = prev
-                    del watch[tp]
+                    del at[tp]
                 else:
                     w[1] = leo
+                    if at is fresh:
+                        self._flush(s)      # (fetched: no longer a never-fetched entry)
         self._respond(s, offsets, truncations, errors)
 
     def _update_follower(self, rep: Replica, s: FetchSession, f: int, offset: int, now: int, prev: int,
@@ -1110,6 +1160,8 @@ class Replication:
         if not leo_set:
             rep.follower_leo[f] = offset
         leo = rep.log.leo
+        if s.fresh and (rep.tp in s.fresh or (f not in rep.maximal_isr and rep.tp not in s.watch)):
+            self._flush(s)      # fetched, or a new entry: after the tail
         w = s.watch.get(rep.tp)
         if w is not None:
             caught_up = True
@@ -1176,6 +1228,8 @@ class Replication:
                 upto = start + count
                 data[tp] = (start, upto, log.epochs_between(start, upto), log.hw, rep.leader_epoch)
                 if upto < leo and tp not in watch:
+                    if s.fresh:
+                        self._flush(s)      # (tp is not in the tail: it was fetched)
                     watch[tp] = [s.caught_up_ms, leo]
         if not data:
             pending.clear()     # nothing past the follower's offsets: the appends were already sent
@@ -1415,9 +1469,9 @@ class Replication:
             # Pristine leaders: a follower that has not fetched yet has its row's watch entry (a tuple).
             row_leader, row_isr = self.rows[b].leader, self.rows[b].isr
             for (f, leader, _), s in self.sessions.items():
-                if leader != b or not s.watch:
+                if leader != b or not (s.watch or s.fresh):
                     continue
-                for tp, w in s.watch.items():
+                for tp, w in chain(s.watch.items(), s.fresh.items()) if s.fresh else s.watch.items():
                     if type(w) is tuple and now - w[0] > self.lag_max_ms:
                         k = pristine.get(tp)
                         if k is not None and row_leader[k] == b and f in row_isr[k] and tp not in reps:
@@ -1433,6 +1487,8 @@ class Replication:
             for s, group in groups:
                 fresh = s is not None and (s.state == PARKED or now - s.caught_up_ms <= self.lag_max_ms)
                 candidates = group if not fresh else (s.watch if s is not None else {})
+                if fresh and s.fresh:
+                    candidates = chain(s.watch, s.fresh)
                 for tp in candidates:
                     rep = reps.get(tp)
                     if rep is None or not rep.is_leader or rep.pending_isr is not None or f not in rep.isr:
@@ -1440,6 +1496,8 @@ class Replication:
                     if rep.follower_leo.get(f, -1) == rep.log.leo:
                         continue       # Replica.isCaughtUp: a follower at the log end is in sync
                     w = s.watch.get(tp) if s is not None else None
+                    if w is None and s is not None and s.fresh:
+                        w = s.fresh.get(tp)
                     last = w[0] if w is not None else (s.caught_up_ms if s is not None else 0)
                     if now - last > self.lag_max_ms:
                         shrink.setdefault(tp, []).append(f)
@@ -1492,7 +1550,7 @@ class Replication:
                 for r in rep.isr:
                     s = self.sessions.get((r, b, fetcher))
                     if r != b and s is not None:
-                        w = s.watch.get(tp)
+                        w = s.watch.get(tp)     # (not the tail: a follower there has not fetched)
                         if w is not None and rep.follower_leo.get(r, -1) >= rep.log.leo:
                             del s.watch[tp]
             self._maybe_advance_hw(rep)

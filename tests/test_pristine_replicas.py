@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from sim.replication import Replication
 from sim.scenario import ScenarioError, load_scenario, parse_scenario
-from sim.simulation import Simulation
+from sim.simulation import Simulation, SimulationError
 
 pytestmark = pytest.mark.usefixtures("quiet_engine_logs")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -107,7 +107,9 @@ def state(sim: Simulation) -> dict:
             if log.leo or log.hw or log.log_start or log.epochs}
     # The watches in order (their order is the order fetches and answers visit partitions); the sessions in the
     # order they were made. led_with as sets: only its members are read (the ISR check sorts what it finds).
-    sessions = [(k, s.state, tuple(s.partitions), tuple(s.dirty), [(tp, tuple(w)) for tp, w in s.watch.items()],
+    # (A watch's never-fetched tail, ``fresh``, is its last entries.)
+    sessions = [(k, s.state, tuple(s.partitions), tuple(s.dirty),
+                 [(tp, tuple(w)) for tp, w in list(s.watch.items()) + list(s.fresh.items())],
                  tuple(s.pending), tuple(s.hw_moved), s.caught_up_ms, s.last_fetch_ms, s.seq)
                 for k, s in r.sessions.items()]
     led = {b: {f: frozenset(tps) for f, tps in by.items() if tps} for b, by in r.led_with.items()}
@@ -128,7 +130,12 @@ def run(scenario, monkeypatch, rows: bool, leaders: bool = True) -> tuple[bytes,
 
 
 def same(scenario, monkeypatch, followers_only: bool = False) -> None:
-    eager = run(scenario, monkeypatch, False)
+    try:
+        eager = run(scenario, monkeypatch, False)
+    except SimulationError:
+        # A drawn sequence the simulator refuses (a controlled shutdown that cannot finish across a cut link, then
+        # the broker started again): nothing to compare.
+        assume(False)
     for lazy in [run(scenario, monkeypatch, True)] + ([run(scenario, monkeypatch, True, False)] if followers_only else []):
         assert lazy[1] == eager[1]
         assert lazy[2] == eager[2]
