@@ -1006,13 +1006,18 @@ class Replication:
             # The loop below as arrays (a session's first full fetch carries thousands of pristine rows): a pristine
             # row's offsets are an empty log's in its row's leader epoch; a replica's are read one by one.
             keys = list(keys)
-            ks = list(map(pristine.get, keys, repeat(-1)))
-            at = np.fromiter(ks, dtype=np.int64, count=n)
+            at = np.fromiter(map(pristine.get, keys, repeat(-1)), dtype=np.int64, count=n)
             is_row = at >= 0
             if is_row.any():
                 mirror = self.rows[f].arrays()
-                epochs = mirror[1][np.maximum(at, 0)].tolist() if mirror is not None else itemgetter(*ks)(row_epochs)
-                values = list(zip(repeat(0), repeat(-1), epochs))
+                epochs = mirror[1][np.maximum(at, 0)] if mirror is not None else \
+                    np.fromiter(itemgetter(*at.tolist())(row_epochs), dtype=np.int64, count=n)
+                # One (0, -1, epoch) tuple per distinct epoch, shared by the rows (the leader reads them by identity).
+                distinct, inverse = np.unique(epochs, return_inverse=True)
+                shared = np.empty(len(distinct), dtype=object)
+                for i, e in enumerate(distinct.tolist()):
+                    shared[i] = (0, -1, e)
+                values = shared[inverse.reshape(-1)].tolist()
                 has_rep = ~is_row       # (a partition is a replica or a row, never both)
                 for i in np.flatnonzero(has_rep).tolist():
                     rep = reps.get(keys[i])
@@ -1022,7 +1027,8 @@ class Replication:
                     log = rep.log
                     epochs = log.epochs
                     values[i] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
-                offsets = dict(compress(zip(keys, values), (is_row | has_rep).tolist()))
+                keep = is_row | has_rep
+                offsets = dict(zip(keys, values)) if keep.all() else dict(compress(zip(keys, values), keep.tolist()))
                 keys = ()
         for tp in keys:
             if tp in partitions:
@@ -1067,18 +1073,23 @@ class Replication:
                 # The loop's common case for a pristine leader (below), as arrays: a follower in the ISR at offset 0
                 # with no epoch, in the row's leader epoch. Those partitions only leave the watch, and their answer
                 # is empty: the rest go through the loop, in order, and the answer looks at the rest only.
-                ks = list(map(pristine.get, offsets, repeat(-1)))
-                plain = np.fromiter(ks, dtype=np.int64, count=n) >= 0
+                ka = np.fromiter(map(pristine.get, offsets, repeat(-1)), dtype=np.int64, count=n)
+                plain = ka >= 0
                 if plain.any():
                     mirror = rows.arrays() if 0 <= f <= 62 else None
                     if mirror is not None:
-                        at = np.where(plain, np.fromiter(ks, dtype=np.int64, count=n), 0)
-                        sent = np.fromiter(chain.from_iterable(offsets.values()), dtype=np.int64,
-                                           count=3 * n).reshape(n, 3)
+                        at = np.maximum(ka, 0)
+                        # The fetch's (offset, last epoch, leader epoch) by the identity of its tuples: a first
+                        # fetch's pristine rows share a few.
+                        values = list(offsets.values())
+                        _, first, inverse = np.unique(np.fromiter(map(id, values), dtype=np.int64, count=n),
+                                                      return_index=True, return_inverse=True)
+                        sent = np.array([values[i] for i in first.tolist()], dtype=np.int64).reshape(-1, 3)[
+                            inverse.reshape(-1)]
                         plain &= (mirror[0][at] == leader) & (sent[:, 0] == 0) & (sent[:, 1] < 0)
                         plain &= (sent[:, 2] == mirror[1][at]) & ((mirror[2][at] >> f) & 1 == 1)
                     else:
-                        pick = itemgetter(*ks)      # (-1, not a row: the last row's values, masked out)
+                        pick = itemgetter(*ka.tolist())      # (-1, not a row: the last row's values, masked out)
                         plain &= np.fromiter(pick(row_leader), dtype=np.int64, count=n) == leader
                         plain &= np.fromiter(map(eq, offsets.values(), zip(repeat(0), repeat(-1), pick(row_epoch))),
                                              dtype=bool, count=n)
