@@ -44,7 +44,7 @@ from events.records import (
     ControllerElected, ControllerResigned, LeaderAndIsrUpdated, LeaderElectionResponded, LiveBrokersChanged,
     TopicDeletionCompleted, TopicQueuedForDeletion,
 )
-from statemachines import election
+from statemachines import election, partition_batch
 from statemachines.errors import ControllerMovedError, StateChangeFailedError
 from statemachines.leader_and_isr import TopicPartition
 from statemachines.partition_state_machine import (
@@ -1167,6 +1167,9 @@ class KafkaController(PartitionReassignmentMixin):
             partitions = list(ctx.all_partitions())
         if not partitions:
             return
+        if (self.partition_state_machine.batch_path and len(partitions) >= partition_batch.BATCH_MIN
+                and self._update_leader_and_isr_cache_columns(partitions, reason)):
+            return
         states = self.zk.get_topic_partition_states(partitions)
         for tp in partitions:
             info = states.get(tp)
@@ -1177,6 +1180,77 @@ class KafkaController(PartitionReassignmentMixin):
                 self.journal.emit(LeaderAndIsrUpdated, tp[0], tp[1], lai.leader, lai.leader_epoch, tuple(lai.isr),
                                   lai.partition_epoch, lai.recovery_state, reason, -1)
             ctx.put_partition_leadership_info(tp, info)
+
+    def _topic_runs(self, partitions: list[tuple]) -> list[tuple] | None:
+        """``partitions`` as [(topic columns, ascending partition indexes)], one entry per run of one topic, in
+        order; None unless each topic is in the context and makes one run of distinct ascending partitions
+        that all exist (the per-partition code then runs)."""
+        topics = self.context.topics
+        runs = []
+        seen = set()
+        start = 0
+        n = len(partitions)
+        while start < n:
+            topic = partitions[start][0]
+            end = start + 1
+            while end < n and partitions[end][0] == topic:
+                end += 1
+            ts = topics.get(topic)
+            if ts is None or topic in seen:
+                return None
+            parts = np.fromiter((tp[1] for tp in partitions[start:end]), dtype=np.int64, count=end - start)
+            if int(parts[0]) < 0 or int(parts[-1]) >= len(ts.rcode) or (
+                    len(parts) > 1 and not (parts[1:] > parts[:-1]).all()):
+                return None
+            seen.add(topic)
+            runs.append((ts, parts))
+            start = end
+        return runs
+
+    def _update_leader_and_isr_cache_columns(self, partitions: list[tuple], reason: int | None) -> bool:
+        """``_update_leader_and_isr_cache(partitions, reason)`` for partitions sorted by topic (each topic one
+        run) as columns: each topic's ``/state`` znodes read in one batch, the changed ones recorded in one
+        LeaderAndIsrUpdated batch (in partition order, as the per-partition loop records them), every one read
+        put in the context. False (nothing done) for a topic not in the context, or a partition beyond its
+        topic or listed twice: the per-partition loop then runs."""
+        ctx = self.context
+        runs = self._topic_runs(partitions)
+        if runs is None:
+            return False
+        read = []
+        for ts, parts in runs:
+            r = self.zk.read_partition_state_columns(ts.name, parts)
+            ok = r.exists
+            if not ok.all():
+                parts = parts[ok]
+                r = type(r)(*(c[ok] for c in r))
+            read.append((ts, parts, r))
+        codes = ctx.codes_of_row_sets([r.isr for _, _, r in read])
+        changed = []
+        for (ts, parts, r), icodes in zip(read, codes):
+            if reason is not None:
+                c_epoch, leader, leader_epoch, icode, partition_epoch, recovery = ctx.leadership_arrays(ts, parts)
+                diff = ((leader_epoch == NO_EPOCH) | (leader != r.leader) | (leader_epoch != r.leader_epoch)
+                        | (icode != icodes) | (recovery != r.recovery) | (partition_epoch != r.version)
+                        | (c_epoch != r.controller_epoch))
+                if diff.any():
+                    changed.append((ts, parts[diff], r, diff))
+            ctx.put_leadership_arrays(ts, parts, r.leader, r.leader_epoch, icodes, r.recovery, r.version,
+                                      r.controller_epoch)
+        if changed:
+            width = max(r.isr.shape[1] for _, _, r, _ in changed)
+            m = sum(len(sel) for _, sel, _, _ in changed)
+            self.journal.emit_columns(
+                LeaderAndIsrUpdated, topic=partition_batch.topic_column([(ts, sel) for ts, sel, _, _ in changed]),
+                partition=np.concatenate([sel for _, sel, _, _ in changed]),
+                leader=np.concatenate([r.leader[d] for _, _, r, d in changed]),
+                leader_epoch=np.concatenate([r.leader_epoch[d] for _, _, r, d in changed]),
+                isr=partition_batch.list_column(np.concatenate([partition_batch._pad(r.isr[d], width)
+                                                                for _, _, r, d in changed])),
+                partition_epoch=np.concatenate([r.version[d] for _, _, r, d in changed]),
+                recovery_state=np.concatenate([r.recovery[d] for _, _, r, d in changed]),
+                reason=np.full(m, reason, dtype=np.int32), replica=np.full(m, -1, dtype=np.int32))
+        return True
 
     # --- unclean leader election configs (§4.10) --------------------------------------------------------
     def _process_unclean_leader_election_enable(self) -> None:
@@ -1205,7 +1279,14 @@ class KafkaController(PartitionReassignmentMixin):
     def _send_update_metadata_request(self, brokers: Iterable[int], partitions: Iterable[tuple]) -> None:
         batch = self.request_batch
         batch.new_batch()
-        batch.add_update_metadata_request_for_brokers(sorted(brokers), partitions)
+        runs = None
+        if (self.partition_state_machine.batch_path and hasattr(batch, "add_update_metadata_segments")
+                and isinstance(partitions, list) and len(partitions) >= partition_batch.BATCH_MIN):
+            runs = self._topic_runs(partitions)   # each topic's partitions added as columns
+        if runs is not None:
+            batch.add_update_metadata_segments(sorted(brokers), runs)
+        else:
+            batch.add_update_metadata_request_for_brokers(sorted(brokers), partitions)
         batch.send_requests_to_brokers(self.context.epoch)
 
     def _send_update_metadata_for_all_partitions(self, brokers: Iterable[int]) -> None:
