@@ -326,9 +326,53 @@ class Metrics:
         kind = batch.cls.KIND
         if kind == _PT:
             self._transitions(batch)
-        elif kind in (_LU, _CE, _TD):
+        elif kind == _LU:
+            self._leader_and_isr_updates(batch)
+        elif kind in (_CE, _TD):
             for rec in batch.records():
                 self.observe(rec)
+
+    def _leader_and_isr_updates(self, batch) -> None:
+        """A batch of LeaderAndIsrUpdated records (one time): the last leader and ISR of each partition counted
+        (one already counted: the records of others change nothing), as :meth:`observe` does record by record."""
+        self._advance(batch.timestamp_ms)
+        topic = batch.column("topic")
+        names = topic.dictionary
+        codes = np.asarray(topic.codes, dtype=np.int64)
+        parts = np.asarray(batch.column("partition"), dtype=np.int64)
+        bases = np.array([self._base.get(t, -1) for t in names], dtype=np.int64)
+        caps = np.array([self._cap.get(t, 0) for t in names], dtype=np.int64)
+        p = self._p
+        at = np.flatnonzero((bases[codes] >= 0) & (parts >= 0) & (parts < caps[codes]))
+        rows = bases[codes[at]] + parts[at]
+        counted = p["ex"][rows]
+        at, rows = at[counted], rows[counted]
+        if not rows.size:
+            return
+        if rows.size > 1:
+            _, last = np.unique(rows[::-1], return_index=True)
+            if last.size < rows.size:
+                keep = np.sort(rows.size - 1 - last)     # a partition twice: its last record counts
+                at, rows = at[keep], rows[keep]
+        leader = np.asarray(batch.column("leader"), dtype=np.int64)[at]
+        isr = np.diff(batch.column("isr").offsets)[at]
+        old_leader = np.where(p["off"][rows], -2, p["ld"][rows])
+        self._count_rows(rows, -1)
+        offline = (leader < 0) | (p["st"][rows] == OFFLINE_PARTITION)
+        min_isr = np.array([self.sim.min_isr(t) for t in names], dtype=np.int64)
+        p["ld"][rows] = leader
+        p["isr"][rows] = isr
+        p["off"][rows] = offline
+        p["mi"][rows] = np.minimum(min_isr[codes[at]], p["rf"][rows])
+        # A leader moved to a broker that once served the partition: is it still its leader now?
+        suspect = ~offline & (leader != old_leader) & (p["sb"][rows] == leader)
+        for j in np.flatnonzero(suspect).tolist():
+            i, b = int(rows[j]), int(leader[j])
+            if int(p["si"][i]) == self._inc.get(b, -2) and not self._serves(b, (names[int(codes[at[j]])],
+                                                                                int(parts[at[j]]))):
+                p["sb"][i] = -1
+        self._count_rows(rows, 1)
+        self._point(self.last_ms)
 
     def _transitions(self, batch) -> None:
         """A batch of PartitionTransition records (one time): the last state of each partition counts."""
