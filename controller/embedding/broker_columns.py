@@ -529,6 +529,8 @@ class _TopicRows:
 
     def writable(self, width: int) -> _TopicRows:
         """A copy with room for partition ids below ``width``."""
+        if width <= len(self.rows):
+            return _TopicRows(self.rows.copy(), self.offsets.copy(), self.count)
         cap = max(width, len(self.rows))
         rows = np.full((cap, META_WIDTH), -1, dtype=np.int32)
         offsets = np.zeros(cap, dtype=np.int64)
@@ -570,6 +572,7 @@ class MetadataImage:
             p = parts[start:stop]
             old = topics.get(tid, _NO_TOPIC)
             seg = old.writable(int(p.max()) + 1)
+            cached_before = int(np.count_nonzero(seg.rows[p, HDR] >= 0))
             if any_removed:
                 gone = removed[start:stop]
                 keep = ~gone
@@ -579,7 +582,7 @@ class MetadataImage:
             else:
                 seg.rows[p] = rows[start:stop]
                 seg.offsets[p] = offsets[start:stop]
-            seg.count = int(np.count_nonzero(seg.rows[:, HDR] >= 0))
+            seg.count = old.count + int(np.count_nonzero(seg.rows[p, HDR] >= 0)) - cached_before
             size += seg.count - old.count
             if seg.count:
                 topics[tid] = seg
