@@ -63,9 +63,18 @@ def parse_tp(token: str) -> tuple[str, int] | None:
 _INT = re.compile(r"-?\d+")
 
 
+_INTS_SEEN: dict[str, tuple[int, ...]] = {}   # text -> its integers: a file prints the same ISRs over and over
+
+
 def parse_ints(text: str) -> list[int]:
-    """Every integer in ``text``: ``1,2,3`` / ``List(1, 2)`` / ``[1, 2]`` / ``Set(1, 2)``."""
-    return list(map(int, _INT.findall(text)))
+    """Every integer in ``text``: ``1,2,3`` / ``List(1, 2)`` / ``[1, 2]`` / ``Set(1, 2)`` (a new list each call)."""
+    ints = _INTS_SEEN.get(text)
+    if ints is None:
+        ints = tuple(map(int, _INT.findall(text)))
+        if len(_INTS_SEEN) >= 4096:
+            _INTS_SEEN.clear()
+        _INTS_SEEN[text] = ints
+    return list(ints)
 
 
 # --- leadership as printed -------------------------------------------------------------------
@@ -118,6 +127,24 @@ def parse_leadership(text: str) -> Leadership | None:
         isr = m["isr"] if m["isr"] is not None else m["isr_bare"]
         return Leadership(int(m["leader"]), int(m["epoch"]), parse_ints(isr))
     return None
+
+
+_LEADERSHIPS: dict[str, tuple] = {}
+
+
+def leadership(text: str) -> tuple | None:
+    """``(leader, leader_epoch, isr, version hint)`` of a printed leadership (:func:`parse_leadership`, with the
+    ISR as a tuple or None, and :func:`leadership_version_hint`); None if not one. Remembered: a file prints
+    the same states over and over."""
+    seen = _LEADERSHIPS.get(text)
+    if seen is None:
+        lead = parse_leadership(text)
+        seen = None if lead is None else (lead[0], lead[1], None if lead[2] is None else tuple(lead[2]),
+                                          leadership_version_hint(text))
+        if len(_LEADERSHIPS) >= 4096:
+            _LEADERSHIPS.clear()
+        _LEADERSHIPS[text] = seen or ()
+    return seen or None
 
 
 def leadership_version_hint(text: str) -> str | None:

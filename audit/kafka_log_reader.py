@@ -55,6 +55,13 @@ _EARLY_KRAFT_LINES = 100_000   # broker lines kept while a file has shown no KRa
 _SINCE_2_6_KEYS = pat.SINCE_2_6_KEYS
 _SINCE_2_6, _KRAFT_STATE_CHANGE = pat.SINCE_2_6.match, pat.KRAFT_STATE_CHANGE.match
 _KNOWN_BY_KEY = pat.KNOWN_BY_KEY
+_KNOWN_MATCH = {key: known.match for key, known in _KNOWN_BY_KEY.items()}
+_EMBEDDED_CONTROLLER = pat.EMBEDDED_CONTROLLER.match
+# The KRaft readers a line may go to (see KafkaLogReader._route): none, KRaft's broker (a broker's
+# state.change.logger line), none but a state.change.logger line, KRaft's controller.
+_F_KRAFT_BROKER, _F_STATE_CHANGE, _F_KRAFT_CONTROLLER = 1, 2, 3
+_ELECTOR = ("elector",)                  # the templates of the 0.8–0.10 elector's lines: _elector_line's
+_ROW, _OTHER, _NOT_UNDERSTOOD = "row", "other", "not_understood"
 _new_row = tuple.__new__                 # AuditRow(...) without the Python call of its generated __new__
 
 
@@ -105,7 +112,7 @@ class KafkaLogReader:
     __slots__ = ("path", "run_id", "sources", "sample_size", "counts", "sample", "_splitter", "_items", "_eras",
                  "_hints", "_kraft_lines", "_state_change_lines", "_dialect_080", "_epochs", "_isr", "_tps",
                  "_existing", "_active", "_pending", "_pending_kind", "_awaiting_exception", "_stream", "_parked",
-                 "_minute_ms", "_idents", "_loggers", "_item", "_cid", "_epoch", "_out", "_made_row", "_kraft_rows",
+                 "_minute_ms", "_ts", "_idents", "_routes", "_item", "_cid", "_epoch", "_out", "_made_row", "_kraft_rows",
                  "_kraft_broker", "_kraft_controller", "_kraft_row_lines", "_kraft_counted", "_kraft_early")
 
     def __init__(self, path: str, lines: Iterable[str] | None, *, run_id: str, sample_size: int = SAMPLE_SIZE,
@@ -135,8 +142,9 @@ class KafkaLogReader:
         self._stream = None                    # the stream of the line being read
         self._parked: dict = {}                # stream -> its (pending, kind, awaiting) while others are read
         self._minute_ms: dict[str, int] = {}    # "yyyy-MM-dd HH:mm" and "yyyy-MM-dd HH:mm:ss" -> ms
+        self._ts: dict[str, int | None] = {}    # a whole timestamp -> ms (rows of one line, or of a burst, share it)
         self._idents: dict = {}                # ident prefix -> (role, controller id, epoch)
-        self._loggers: dict = {}               # logger as printed -> (_L_*, its full name)
+        self._routes: dict = {}                # (ident, logger as printed, first word) -> what they decide
         # Context of the log line being read.
         self._item: tuple = (LOG, 0, path, 0, "", None, None, None, None, None, None, "")   # the log line being read
         self._cid = -1
@@ -249,16 +257,13 @@ class KafkaLogReader:
             self._pending = self._pending._replace(error=cls)
 
     def _log_line(self, item: tuple) -> None:
-        # One function for the whole classification of a line: nearly every line of a file comes here,
-        # and each call saved is a few per cent of the reading speed.
+        # One function for the whole reading of a line: nearly every line of a file comes here, and each
+        # call saved is a few per cent of the reading speed. What the line's ident, logger and first word
+        # decide is decided once per distinct triple (_route); the line's own text is read here.
         self._item = item
-        logger = item[7]
         ident = item[10]                         # the message's "[ident] " (pat.IDENT), split off by the layout
         body = item[11]
         self._awaiting_exception = False
-        role = self._idents.get(ident)
-        if role is None:
-            role = self._idents[ident] = self._ident_role(ident)
         if self._pending is not None:
             if self._attach_to_pending(body):
                 return
@@ -266,60 +271,137 @@ class KafkaLogReader:
         self._made_row = False
         cut = body.find(" ")
         word = body[:cut] if cut >= 0 else body
+        route = self._routes.get((ident, item[7], word))
+        if route is None:
+            route = self._route(ident, item[7], word)
+        flow, kraft, node, key, cid, epoch, era, s26, logger, templates, known = route
+        counts = self.counts
+        if flow:
+            if flow == _F_STATE_CHANGE or flow == _F_KRAFT_BROKER:
+                self._state_change_lines += 1
+                if key in _KRAFT_STATE_CHANGE_KEYS and not kraft and _KRAFT_STATE_CHANGE(body) is not None:
+                    kraft = True                 # pat.is_kraft_state_change
+                if flow == _F_KRAFT_BROKER:
+                    if self._kraft_lines or kraft:
+                        if self._kraft_early:
+                            self._read_early_kraft_lines()
+                        if self._kraft_broker.line(self._kraft_head, node, key, body):
+                            self._kraft_row_lines += 1
+                    elif len(self._kraft_early) < _EARLY_KRAFT_LINES:
+                        self._kraft_early.append((item, node, key, body))
+            else:                                # _F_KRAFT_CONTROLLER
+                if self._kraft_early:
+                    self._read_early_kraft_lines()
+                if self._kraft_controller.line(self._kraft_head, node, key, body):
+                    self._kraft_row_lines += 1
+        if kraft:
+            self._kraft_lines += 1
+            counts.other += 1
+            return
+        # An era is told by any line of it (self._eras is read as flags): once told, it is not looked for.
+        eras = self._eras
+        if era is not None:
+            if era is ERA_1_0:
+                if not eras[ERA_1_0]:
+                    eras[ERA_1_0] = 1            # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
+            else:
+                eras[ERA_0_8] += 1               # "[Controller N]: "
+        if s26 and not eras[ERA_2_6] and _SINCE_2_6(body) is not None:   # pat.is_since_2_6
+            eras[ERA_2_6] = 1
+        if templates is None:                    # broker, network, log manager, ZooKeeper client ...
+            counts.other += 1
+            return
+        if templates is _ELECTOR:
+            category = self._elector_line(body)
+        else:
+            # The controller's lines: a "Controller N epoch E ..." in the message (0.8–0.11; 1.1+ failures),
+            # else the controller of the prefix, or the one that last took over.
+            em = _EMBEDDED_CONTROLLER(body) if key == "controller" and body[:11] == "Controller " else None
+            if em is not None:
+                if ident is None:
+                    eras[ERA_0_8] += 1
+                if cid is None:
+                    cid = int(em.group("id"))
+                if epoch is None:
+                    epoch = int(em.group("epoch"))
+                body = body[em.end():]
+                key = pat.dispatch_key(body)
+                templates = _ROW_TEMPLATES.get(key, ())
+                known = _KNOWN_MATCH.get(key)
+            elif key == "broker" and ident is None and logger in ("state.change.logger", None) \
+                    and body.startswith("Broker "):
+                eras[ERA_0_8] += 1
+                counts.other += 1                # 0.8–0.11 broker side: "Broker 1 received ..."
+                return
+            if cid is None:
+                cid = self._active if self._active is not None else -1
+            if epoch is not None:
+                if cid >= 0:
+                    self._epochs[cid] = epoch
+            else:
+                epoch = self._epochs.get(cid, -1)
+            self._cid = cid
+            self._epoch = epoch
+            category = _NOT_UNDERSTOOD
+            if key == "sending" and self._on_request_line(body):
+                category = _OTHER
+            else:
+                for pattern, handler, needle in templates:
+                    if needle is None or needle in body:
+                        m = pattern(body)
+                        if m is not None and handler(self, m) is not None:
+                            category = _ROW if self._made_row else _OTHER
+                            break
+                else:
+                    if known is not None and known(body) is not None:
+                        category = _OTHER
+        if category is _ROW or self._made_row:
+            counts.rows += 1
+        elif category is _OTHER:
+            counts.other += 1
+        else:
+            self._not_understood(item[3], self._line_text(item[5], item[6], item[4], logger))
+
+    def _route(self, ident: str | None, logger: str | None, word: str) -> tuple:
+        """What a line's ident prefix, logger and first word decide, whatever the rest of the line:
+        ``(flow, kraft, node, key, cid, epoch, era, since_2_6, logger, templates, known)`` — ``flow`` the
+        KRaft readers that may take the line (_F_*), ``kraft`` whether it is a KRaft line already, ``node``
+        the node for those readers, ``key`` the dispatch key (pat.dispatch_key), ``cid``/``epoch`` the
+        prefix's controller, ``era`` the era the prefix tells (or None), ``since_2_6`` whether the line may
+        tell 2.6+, ``logger`` the full name, ``templates`` the row templates to try (None: no controller
+        line; _ELECTOR: the elector's) and ``known`` the catalogue's pattern for the key."""
+        role = self._idents.get(ident)
+        if role is None:
+            role = self._idents[ident] = self._ident_role(ident)
         key = _KEYS.get(word)
         if key is None:
             key = pat.dispatch_key(word)
             if len(_KEYS) < 65536:
                 _KEYS[word] = key
-        known = self._loggers.get(logger)
-        if known is None:
-            full = pat.full_logger_name(logger)
-            known = self._loggers[logger] = (self._logger_class(full), full)
-        lclass, logger = known
-        kind = role[0]
-        if logger == "state.change.logger":
-            self._state_change_lines += 1
-            if key in _KRAFT_STATE_CHANGE_KEYS and _KRAFT_STATE_CHANGE(body) is not None:   # pat.is_kraft_state_change
-                kind = "kraft"
-            if key in _KRAFT_BROKER_KEYS and role[0] == "broker":
-                if self._kraft_lines or kind == "kraft":
-                    if self._kraft_early:
-                        self._read_early_kraft_lines()
-                    if self._kraft_broker.line(self._kraft_head, role[1], key, body):
-                        self._kraft_row_lines += 1
-                elif len(self._kraft_early) < _EARLY_KRAFT_LINES:
-                    self._kraft_early.append((item, role[1], key, body))
+        full = pat.full_logger_name(logger)
+        lclass = self._logger_class(full)
+        kind, cid, epoch = role
+        kraft = kind == "kraft" or (lclass == _L_KRAFT and full != "state.change.logger")
+        node = cid
+        if full == "state.change.logger":
+            flow = _F_KRAFT_BROKER if key in _KRAFT_BROKER_KEYS and kind == "broker" else _F_STATE_CHANGE
         elif lclass == _L_KRAFT:
-            if self._kraft_early:
-                self._read_early_kraft_lines()
-            if self._kraft_controller.line(self._kraft_head, role[1] if kind == "kraft" else None, key, body):
-                self._kraft_row_lines += 1
-        if kind == "kraft" or lclass == _L_KRAFT:
-            self._kraft_lines += 1
-            self.counts.other += 1
-            return
-        # An era is told by any line of it (self._eras is read as flags): once told, it is not looked for.
-        eras = self._eras
-        if kind is not None:
-            if kind == "controller" or kind == "broker":
-                if not eras[ERA_1_0]:
-                    eras[ERA_1_0] = 1            # "[Controller id=N ...]" / "[Broker id=N]": 1.0+
-            elif kind == "controller-old":
-                eras[ERA_0_8] += 1               # "[Controller N]: "
-        if key in _SINCE_2_6_KEYS and not eras[ERA_2_6] and _SINCE_2_6(body) is not None:   # pat.is_since_2_6
-            eras[ERA_2_6] = 1
+            flow = _F_KRAFT_CONTROLLER
+            node = cid if kind == "kraft" else None
+        else:
+            flow = 0
+        era = ERA_1_0 if kind == "controller" or kind == "broker" else ERA_0_8 if kind == "controller-old" else None
         if lclass == _L_OTHER or kind == "broker":
-            category = "other"                   # broker, network, log manager, ZooKeeper client ...
+            templates = known = None
         elif lclass == _L_ELECTOR:
-            category = self._elector_line(body)
+            templates, known = _ELECTOR, None
         else:
-            category = self._controller_line(role[1], role[2], ident, key, body, logger)
-        if category == "row" or self._made_row:
-            self.counts.rows += 1
-        elif category == "other":
-            self.counts.other += 1
-        else:
-            self._not_understood(item[3], self._line_text(item[5], item[6], item[4], logger))
+            templates, known = _ROW_TEMPLATES.get(key, ()), _KNOWN_MATCH.get(key)
+        route = (flow, kraft, node, key, cid, epoch, era, key in _SINCE_2_6_KEYS, full, templates, known)
+        if len(self._routes) >= 65536:
+            self._routes.clear()
+        self._routes[(ident, logger, word)] = route
+        return route
 
     @staticmethod
     def _line_text(ts: str | None, level: str, msg: str, logger: str | None) -> str:
@@ -335,40 +417,6 @@ class KafkaLogReader:
         if pat.is_controller_logger(logger):
             return _L_CONTROLLER
         return _L_OTHER
-
-    def _controller_line(self, cid, epoch, ident, key: str, body: str, logger) -> str:
-        em = pat.EMBEDDED_CONTROLLER.match(body) if body[:11] == "Controller " else None
-        if em is not None:                       # "Controller N epoch E ..." (0.8–0.11; 1.1+ failures)
-            if ident is None:
-                self._eras[ERA_0_8] += 1
-            cid = int(em.group("id")) if cid is None else cid
-            epoch = int(em.group("epoch")) if epoch is None else epoch
-            body = body[em.end():]
-            key = pat.dispatch_key(body)
-        elif ident is None and body.startswith("Broker ") and logger in ("state.change.logger", None):
-            self._eras[ERA_0_8] += 1
-            return "other"                       # 0.8–0.11 broker side: "Broker 1 received ..."
-        if cid is None:
-            cid = self._active if self._active is not None else -1
-        if epoch is not None:
-            if cid >= 0:
-                self._epochs[cid] = epoch
-        else:
-            epoch = self._epochs.get(cid, -1)
-        self._cid = cid
-        self._epoch = epoch
-        return self._dispatch(key, body)
-
-    def _dispatch(self, key: str, body: str) -> str:
-        if key == "sending" and self._on_request_line(body):
-            return "other"
-        for pattern, handler, needle in _ROW_TEMPLATES.get(key, ()):
-            if needle is None or needle in body:
-                m = pattern.match(body)
-                if m is not None and handler(self, m) is not None:
-                    return "row" if self._made_row else "other"
-        known = _KNOWN_BY_KEY.get(key)
-        return "other" if known is not None and known.match(body) is not None else "not_understood"
 
     def _elector_line(self, body: str) -> str:
         m = pat.ELECTED_LEADER.match(body)
@@ -763,3 +811,5 @@ _ROW_TEMPLATES: dict[str, tuple] = {
     "after": ((pat.LEADER_CACHE_UPDATED, KafkaLogReader._on_request_state, None),),
     "isr": ((pat.ISR_UPDATED, KafkaLogReader._on_isr_updated, None),),
 }
+# Each template's pattern as its bound ``match``: one attribute lookup fewer a line.
+_ROW_TEMPLATES = {key: tuple((p.match, h, n) for p, h, n in ts) for key, ts in _ROW_TEMPLATES.items()}
