@@ -176,11 +176,16 @@ class PristineRows:
     the broker's process runs; a woken row stays, unreferenced."""
 
     __slots__ = ("leader", "leader_epoch", "isr", "partition_epoch", "replicas", "min_isr", "log_dir", "order",
-                 "_mirror", "_mirrored")
+                 "keys", "woken", "_mirror", "_mirrored", "_ids", "_order", "_alive", "_indexed", "_woken_seen")
 
     def __init__(self) -> None:
         self._mirror: tuple | None = None     # (leader, leader epoch, ISR bitmask) as arrays: rows.arrays()
         self._mirrored = 0
+        # Rows found by their keys' identity (rows.find): the rows' key objects' ids sorted, and which rows are live.
+        self.keys: list[tuple] = []           # row -> its (topic, partition) key object (kept alive: ids stay unique)
+        self.woken: list[int] = []            # rows made replicas, in order
+        self._ids = self._order = self._alive = None
+        self._indexed = self._woken_seen = 0
         self.leader: list[int] = []
         self.leader_epoch: list[int] = []
         self.isr: list[tuple] = []
@@ -217,8 +222,43 @@ class PristineRows:
             self._mirrored = n
         return self._mirror
 
+    def find(self, keys: list, pristine: dict) -> np.ndarray:
+        """``pristine.get(tp, -1)`` for every key of ``keys``, as an int64 array: a key object that is a live row's own
+        is found by its id (sorted arrays: no hashing, no lookups in a dict of a broker's rows); any other through
+        ``pristine`` (``pristine`` maps a live row's key to it: the rows' keys, less the woken, are its keys)."""
+        n, m = len(self.keys), self._indexed
+        if n > m:
+            ids = np.fromiter(map(id, self.keys[m:]), dtype=np.int64, count=n - m)
+            ids = ids if self._ids is None else np.concatenate((self._ids[np.argsort(self._order)], ids))
+            self._order = np.argsort(ids, kind="stable")
+            self._ids = ids[self._order]
+            alive = np.ones(n, dtype=bool)
+            if m:
+                alive[:m] = self._alive
+            self._alive = alive
+            self._indexed = n
+        if len(self.woken) > self._woken_seen:
+            self._alive[self.woken[self._woken_seen:]] = False
+            self._woken_seen = len(self.woken)
+        count = len(keys)
+        ids = np.fromiter(map(id, keys), dtype=np.int64, count=count)
+        at = np.searchsorted(self._ids, ids)
+        np.minimum(at, n - 1, out=at)
+        rows = self._order[at]
+        hit = (self._ids[at] == ids) & self._alive[rows]
+        if hit.all():
+            return rows
+        rows = np.where(hit, rows, -1)
+        miss = np.flatnonzero(~hit)
+        if len(miss) == 1:
+            rows[miss[0]] = pristine.get(keys[int(miss[0])], -1)
+        else:
+            rows[miss] = np.fromiter(map(pristine.get, itemgetter(*miss.tolist())(keys), repeat(-1)), dtype=np.int64,
+                                     count=len(miss))
+        return rows
+
     def add(self, leader: int, leader_epoch: int, isr: tuple, partition_epoch: int, replicas: tuple, min_isr: int,
-            log_dir: str, order: int) -> int:
+            log_dir: str, order: int, key: tuple) -> int:
         self.leader.append(leader)
         self.leader_epoch.append(leader_epoch)
         self.isr.append(isr)
@@ -227,6 +267,7 @@ class PristineRows:
         self.min_isr.append(min_isr)
         self.log_dir.append(log_dir)
         self.order.append(order)
+        self.keys.append(key)
         return len(self.order) - 1
 
 
@@ -375,6 +416,7 @@ class Replication:
         """The Replica of pristine row ``tp`` of broker ``b``, made now as become_many would have made it."""
         k = self.pristine[b].pop(tp)
         rows = self.rows[b]
+        rows.woken.append(k)
         disk = self.disks[b]
         log = disk.get(tp)
         if log is None:
@@ -579,7 +621,7 @@ class Replication:
             if log is None:
                 if lazy and leader != b and leader >= 0:
                     pristine[tp] = pristine_rows.add(leader, epoch, isr, partition_epoch, replicas, min_isr,
-                                                     log_dir if one_dir else sim.log_dir_of(b, tp), made)
+                                                     log_dir if one_dir else sim.log_dir_of(b, tp), made, tp)
                     key = leader if single else (leader, fetcher_id(tp))
                     s = following.get(key)
                     if s is None:
@@ -756,7 +798,9 @@ class Replication:
             column.extend(values if every else np.fromiter(values, dtype=object, count=n)[lazy].tolist())
         rows.log_dir.extend(repeat(self.sim.log_dirs[0], m))
         rows.order.extend(range(self.made + 1, self.made + 1 + n) if every else (lazy + (self.made + 1)).tolist())
-        pristine.update(zip(tps if every else tp_array[lazy].tolist(), range(base, base + m)))
+        keys = tps if every else tp_array[lazy].tolist()
+        rows.keys.extend(keys)
+        pristine.update(zip(keys, range(base, base + m)))
         return flags, groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
 
     def _tp_key(self, topic: str, partition: int) -> tuple:
@@ -1006,7 +1050,7 @@ class Replication:
             # The loop below as arrays (a session's first full fetch carries thousands of pristine rows): a pristine
             # row's offsets are an empty log's in its row's leader epoch; a replica's are read one by one.
             keys = list(keys)
-            at = np.fromiter(map(pristine.get, keys, repeat(-1)), dtype=np.int64, count=n)
+            at = self.rows[f].find(keys, pristine)
             is_row = at >= 0
             if is_row.any():
                 mirror = self.rows[f].arrays()
@@ -1073,7 +1117,7 @@ class Replication:
                 # The loop's common case for a pristine leader (below), as arrays: a follower in the ISR at offset 0
                 # with no epoch, in the row's leader epoch. Those partitions only leave the watch, and their answer
                 # is empty: the rest go through the loop, in order, and the answer looks at the rest only.
-                ka = np.fromiter(map(pristine.get, offsets, repeat(-1)), dtype=np.int64, count=n)
+                ka = rows.find(list(offsets), pristine)
                 plain = ka >= 0
                 if plain.any():
                     mirror = rows.arrays() if 0 <= f <= 62 else None

@@ -222,3 +222,49 @@ def test_a_restart_with_some_logs_on_disk(monkeypatch):
           - {at: 14s, action: kill_broker, broker: 2}
           - {at: 16s, action: start_broker, broker: 2}
         """), "<restart>"), monkeypatch)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "add_copy", "wake", "find"]), st.integers(0, 7),
+                          st.lists(st.integers(0, 9), max_size=20)), max_size=40))
+def test_rows_found_by_key_identity_as_by_the_dict(ops):
+    """PristineRows.find answers as ``pristine.get(tp, -1)`` per key: keys that are a live row's own object (found by
+    id), equal copies of them, woken rows, rows made again for a key once woken (with the same object or a copy),
+    keys never rows."""
+    from sim.replication import PristineRows
+    rows, pristine = PristineRows(), {}
+    objects = {p: ("t", p) for p in range(10)}         # the interned keys
+    for op, p, asked in ops:
+        if op in ("add", "add_copy") and objects[p] not in pristine:
+            key = objects[p] if op == "add" else ("t", p)
+            pristine[key] = rows.add(0, 0, (0,), 0, (0,), 1, "/a", len(rows.order) + 1, key)
+        elif op == "wake" and objects[p] in pristine:
+            rows.woken.append(pristine.pop(objects[p]))
+        elif op == "find" and pristine and asked:
+            keys = [objects[q] if q % 3 else ("t", q) for q in asked]
+            assert rows.find(keys, pristine).tolist() == [pristine.get(k, -1) for k in keys]
+
+
+def test_the_first_fetches_find_rows_by_identity(monkeypatch):
+    """The set-up's first full fetches (at the follower and at the leader) find their pristine rows as arrays."""
+    from sim.replication import PristineRows
+    found = []
+    real = PristineRows.find
+
+    def spy(self, keys, pristine):
+        rows = real(self, keys, pristine)
+        found.append((len(keys), int((rows >= 0).sum())))
+        return rows
+    monkeypatch.setattr(PristineRows, "find", spy)
+    monkeypatch.setattr(Replication, "pristine_min_rows", 0)
+    sim = Simulation(parse_scenario(textwrap.dedent("""
+        name: rows
+        duration: 6s
+        cluster: {brokers: [0, 1, 2]}
+        topics: [{name: t, partitions: 70, replication_factor: 3}]
+        workload:
+          producers: [{topics: [t], rate_per_s: 20, acks: all, start: 1s, configs: {linger.ms: 0}}]
+        steps: []
+        """), "<rows>"), sink=lambda rec: None)
+    sim.run()
+    assert sum(hits for _, hits in found) >= 2 * 140 * 0.9      # (followers' rows, then the leaders')
