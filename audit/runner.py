@@ -38,6 +38,8 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import structlog
+
 from audit import local_engine
 from audit.export import (
     ParquetInputError, ParquetRun, find_parquet_runs, is_parquet_dir, parquet_table, read_parquet_rows,
@@ -56,6 +58,8 @@ from audit.spark_session import physical_memory
 from audit.timeline import TIMELINE_BUCKETS, bucket, bucket_counts
 from events.log import LogError
 from events.segment import SEGMENT_SUFFIX
+
+_log = structlog.get_logger("kcontroller.audit")
 
 EVENT_LOG = "event-log"
 KAFKA_LOG = "kafka-log"
@@ -364,20 +368,15 @@ def _read_kafka_logs(inputs: list[AuditInput], workers: int = 1) -> tuple[list[A
     todo = [i for i in kafka if not i.read]
     jobs = [(i.path, i.paths, i.merged, i.run_id) for i in todo]
     workers = min(workers, len(jobs))
-    if workers > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-        # spawn, not fork: the driver may hold a JVM's threads (Spark) and their locks.
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_read_kafka_input_plain, jobs))
-    else:
+    results = _read_in_workers(jobs, workers) if workers > 1 else None
+    if results is None:
         results = map(_read_kafka_input, jobs)
     for i, (reading, error) in zip(todo, results):
         i.read = True
         if error is not None:
             i.error = error
         else:
-            i.reading = _rows_as_records(reading) if workers > 1 else reading
+            i.reading = reading
     rows: list[AuditRow] = []
     kraft_rows: list = []
     for i in kafka:
@@ -385,6 +384,23 @@ def _read_kafka_logs(inputs: list[AuditInput], workers: int = 1) -> tuple[list[A
             rows += i.reading.rows
             kraft_rows += i.reading.kraft_rows
     return rows, kraft_rows
+
+
+def _read_in_workers(jobs: list[tuple], workers: int) -> list | None:
+    """``_read_kafka_input`` of each job by ``workers`` spawned processes (not forked: the driver may hold a
+    JVM's threads, Spark's, and their locks); None when the workers could not do it (one died, or none could
+    start): the caller then reads in process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            results = list(pool.map(_read_kafka_input_plain, jobs))
+    except (BrokenProcessPool, OSError) as exc:
+        _log.warning("reading Kafka log files in worker processes failed; reading them in this process",
+                     error=f"{type(exc).__name__}: {exc}")
+        return None
+    return [(None, error) if error is not None else (_rows_as_records(reading), None) for reading, error in results]
 
 
 def _read_kafka_input(job: tuple, plain: bool = False) -> tuple[KafkaLogReading | None, str | None]:

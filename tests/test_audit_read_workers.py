@@ -91,3 +91,28 @@ def test_the_command_reads_with_jobs(logs, tmp_path):
     assert json.loads(one.stdout) == json.loads(two.stdout)
     bad = subprocess.run(cmd + ["--jobs", "0"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--jobs: expected a whole number of processes, 1 or more, not '0'" in bad.stderr
+
+
+def test_a_worker_that_dies_leaves_the_reading_to_this_process(logs, monkeypatch):
+    from concurrent.futures.process import BrokenProcessPool
+
+    class Pool:                                   # a pool whose map fails as a killed worker makes it fail
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def map(self, fn, jobs):
+            raise BrokenProcessPool("a worker was killed")
+
+    import concurrent.futures
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", Pool)
+    one, _ = resolve_inputs([str(logs)])
+    rows_one, kraft_one = runner._read_kafka_logs(one, 1)
+    two, _ = resolve_inputs([str(logs)])
+    rows_two, kraft_two = runner._read_kafka_logs(two, 2)
+    assert (rows_two, kraft_two) == (rows_one, kraft_one) and _readings(two) == _readings(one)
