@@ -595,7 +595,7 @@ class Metrics:
             self.brokers_changed()
         self._now_serving(b, [rep.tp for rep in replicas])
         acked = self.acked
-        for rep in replicas:
+        for rep in replicas if acked else ():
             if rep.tp in acked:
                 self._check_loss(rep.tp, rep.log, b, rep.leader_epoch,
                                  f"broker {b} became leader (epoch {rep.leader_epoch})")
@@ -608,7 +608,7 @@ class Metrics:
             self.brokers_changed()
         self._now_serving(b, tps)
         acked = self.acked
-        for tp in tps:
+        for tp in filter(acked.__contains__, tps) if acked else ():
             if tp in acked:
                 rep = self.sim.replication.replica_or_none(b, tp)
                 self._check_loss(tp, rep.log, b, rep.leader_epoch, f"broker {b} became leader (epoch {rep.leader_epoch})")

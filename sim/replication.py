@@ -211,16 +211,34 @@ class PristineRows:
             tail = (np.fromiter(self.leader[m:], dtype=np.int64, count=n - m),
                     np.fromiter(self.leader_epoch[m:], dtype=np.int64, count=n - m),
                     np.array(masks, dtype=np.int64)[inverse.reshape(-1)])
-            if self._mirror is None or len(self._mirror[0]) < n:
-                grown = tuple(np.empty(max(n, 2 * m), dtype=np.int64) for _ in range(3))
-                if m:
-                    for new, old in zip(grown, self._mirror):
-                        new[:m] = old[:m]
-                self._mirror = grown
-            for column, values in zip(self._mirror, tail):
-                column[m:n] = values
-            self._mirrored = n
+            self._mirror_tail(tail)
         return self._mirror
+
+    def _mirror_tail(self, tail: tuple) -> None:
+        """The rows past the mirrored ones into the mirror: (leader, leader epoch, ISR bitmask) arrays."""
+        m = self._mirrored
+        n = m + len(tail[0])
+        if self._mirror is None or len(self._mirror[0]) < n:
+            grown = tuple(np.empty(max(n, 2 * m), dtype=np.int64) for _ in range(3))
+            if m:
+                for new, old in zip(grown, self._mirror):
+                    new[:m] = old[:m]
+            self._mirror = grown
+        for column, values in zip(self._mirror, tail):
+            column[m:n] = values
+        self._mirrored = n
+
+    def mirror_appended(self, leader: np.ndarray, leader_epoch: np.ndarray, isr: np.ndarray | None) -> None:
+        """:meth:`arrays` of the rows just appended, from their columns as arrays (``isr``: a table of broker ids,
+        one row per row), when the rows before them are mirrored and every broker id fits a bitmask."""
+        if isr is None or self._mirrored + len(leader) != len(self.order) or (
+                self._mirror is None and self._mirrored) or not len(leader):
+            return
+        if isr.size and (isr.min() < 0 or isr.max() > 62):
+            return
+        mask = np.bitwise_or.reduce(np.left_shift(np.int64(1), isr), axis=1) if isr.shape[1] else \
+            np.zeros(len(leader), dtype=np.int64)
+        self._mirror_tail((leader, leader_epoch, mask))
 
     def find(self, keys: list, pristine: dict) -> np.ndarray:
         """``pristine.get(tp, -1)`` for every key of ``keys``, as an int64 array: a key object that is a live row's own
@@ -691,7 +709,10 @@ class Replication:
             s = following[leader]
             rest = dict.fromkeys(rest)
             s.partitions.update(rest)
-            s.dirty.update(rest)
+            if s.dirty:
+                s.dirty.update(rest)
+            else:
+                s.dirty = rest          # (the kicked fetch took the first row: usually the dirty set is empty)
         if watched:
             # The leader rows' watch entries (Kafka's lastCaughtUpTime: now for ISR members, 0 for the others), in
             # row order in each session: nothing read these sessions' watches since the first leader row.
@@ -800,6 +821,10 @@ class Replication:
         rows.order.extend(range(self.made + 1, self.made + 1 + n) if every else (lazy + (self.made + 1)).tolist())
         keys = tps if every else tp_array[lazy].tolist()
         rows.keys.extend(keys)
+        _, isr_column, batch_rows = lists
+        rows.mirror_appended(columns["leader"] if every else columns["leader"][lazy],
+                             columns["leader_epoch"] if every else columns["leader_epoch"][lazy],
+                             self._row_table(isr_column, np.asarray(batch_rows)[lazy]))
         pristine.update(zip(keys, range(base, base + m)))
         return flags, groups, (tp_array[leads].tolist(), list(watched.items())) if leads.any() else ()
 

@@ -266,5 +266,12 @@ def test_the_first_fetches_find_rows_by_identity(monkeypatch):
           producers: [{topics: [t], rate_per_s: 20, acks: all, start: 1s, configs: {linger.ms: 0}}]
         steps: []
         """), "<rows>"), sink=lambda rec: None)
-    sim.run()
+    sim.start()
+    sim.run_until(3_000)
     assert sum(hits for _, hits in found) >= 2 * 140 * 0.9      # (followers' rows, then the leaders')
+    # The rows' arrays, mirrored from the LeaderAndIsr's columns as they were appended, are the rows' own.
+    for rows in sim.replication.rows.values():
+        n = len(rows.order)
+        assert rows._mirrored == n > 0
+        assert [column[:n].tolist() for column in rows.arrays()] == [
+            rows.leader, rows.leader_epoch, [sum(1 << r for r in isr) for isr in rows.isr]]
