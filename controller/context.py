@@ -48,7 +48,7 @@ class TuplePool:
     padded with -1; it is extended as the pool grows, so per-code masks cost O(distinct tuples).
     """
 
-    __slots__ = ("tuples", "codes", "_matrix", "_rows", "_lengths", "_positions", "_position_rows")
+    __slots__ = ("tuples", "codes", "_matrix", "_rows", "_lengths", "_positions", "_position_rows", "_keys")
 
     def __init__(self) -> None:
         self.tuples: list[tuple] = [_EMPTY]
@@ -58,6 +58,7 @@ class TuplePool:
         self._lengths: np.ndarray | None = None
         self._positions: np.ndarray | None = None
         self._position_rows = 0
+        self._keys: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}   # bits -> (sorted keys, codes, covered)
 
     def __len__(self) -> int:
         return len(self.tuples)
@@ -124,6 +125,34 @@ class TuplePool:
             table[rows[ok], ids[ok]] = j
         self._positions, self._position_rows = table, n
         return table[:n]
+
+    def key_codes(self, bits: int, keys: np.ndarray) -> np.ndarray:
+        """int64: the code of the tuple each key packs (each id + 1 in ``bits`` bits, the first id lowest, as
+        ``ControllerContext.codes_of_row_sets`` packs rows), -1 where the pool has no such tuple. The pool's
+        tuples are packed once per ``bits`` as the pool grows (those that do not fit are never asked for)."""
+        sorted_keys, codes, covered = self._keys.get(bits, (None, None, 0))
+        n = len(self.tuples)
+        if covered < n:
+            m = self.matrix()[covered:n].astype(np.int64)
+            lens = (m >= 0).sum(axis=1)
+            fits = ((m >= 0) == (np.arange(m.shape[1]) < lens[:, None])).all(axis=1) & (lens * bits <= 62) & (
+                (m + 1 < (1 << bits)).all(axis=1))
+            rows = np.flatnonzero(fits)
+            m = m[rows]
+            new_keys = np.zeros(len(rows), dtype=np.int64)
+            for j in range(m.shape[1]):
+                new_keys |= np.where(m[:, j] >= 0, m[:, j] + 1, 0) << (bits * j)
+            new_codes = rows + covered
+            if sorted_keys is not None:
+                new_keys = np.concatenate((sorted_keys, new_keys))
+                new_codes = np.concatenate((codes, new_codes))
+            order = np.argsort(new_keys, kind="stable")
+            sorted_keys, codes = new_keys[order], new_codes[order]
+            self._keys[bits] = (sorted_keys, codes, n)
+        if not len(sorted_keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+        return np.where(sorted_keys[at] == keys, codes[at], -1)
 
     def contains_any(self, broker_ids: Iterable[int]) -> np.ndarray:
         """bool (len(self),): does the tuple of each code hold any of ``broker_ids``?"""
@@ -812,18 +841,21 @@ class ControllerContext:
                 seen = np.maximum.accumulate(inverse)
                 first = np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))   # each key's first row
             set_of = set_id[first]
-        uniq = ((uniq_keys[:, None] >> (bits * np.arange(width))) & ((1 << bits) - 1)) - 1   # the rows again
-        keep = uniq >= 0
-        lens = keep.sum(axis=1)
-        rows_list = uniq.tolist()
-        if (keep == (np.arange(width) < lens[:, None])).all():
-            tuples = [tuple(r[:n]) for r, n in zip(rows_list, lens.tolist())]
-        else:
-            tuples = [tuple(x for x in r if x >= 0) for r in rows_list]
-        order = np.lexsort((uniq_keys, set_of))   # the order the one-by-one calls intern them
-        codes = np.empty(len(tuples), dtype=np.int32)
-        codes[order] = np.fromiter(map(self.pool.code, map(tuples.__getitem__, order.tolist())), dtype=np.int32,
-                                   count=len(order))
+        codes = self.pool.key_codes(bits, uniq_keys).astype(np.int32)   # the rows the pool holds already
+        new = np.flatnonzero(codes < 0)
+        if len(new):
+            new_keys = uniq_keys[new]
+            uniq = ((new_keys[:, None] >> (bits * np.arange(width))) & ((1 << bits) - 1)) - 1   # the rows again
+            keep = uniq >= 0
+            lens = keep.sum(axis=1)
+            rows_list = uniq.tolist()
+            if (keep == (np.arange(width) < lens[:, None])).all():
+                tuples = [tuple(r[:n]) for r, n in zip(rows_list, lens.tolist())]
+            else:
+                tuples = [tuple(x for x in r if x >= 0) for r in rows_list]
+            order = np.lexsort((new_keys, set_of[new]))   # the order the one-by-one calls intern them
+            codes[new[order]] = np.fromiter(map(self.pool.code, map(tuples.__getitem__, order.tolist())),
+                                            dtype=np.int32, count=len(order))
         out = codes[inverse]
         bounds = np.concatenate(([0], np.cumsum(sizes))).tolist()
         return [out[s:e] for s, e in zip(bounds[:-1], bounds[1:])]

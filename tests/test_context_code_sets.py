@@ -61,3 +61,27 @@ def test_pool_positions_find_each_id_where_the_matrix_search_does(batches, data)
                 want = int(hit[0]) if len(hit) else -1
                 got = int(table[code, r]) if 0 <= r < table.shape[1] else -1
                 assert got == want
+
+
+_small_row = st.lists(st.integers(0, 5), max_size=3, unique=True)
+_small_set = st.integers(1, 3).flatmap(lambda w: st.lists(_small_row.map(lambda r: r[:w]), min_size=1,
+                                                          max_size=120).map(
+    lambda rows: np.array([r + [-1] * (w - len(r)) for r in rows], dtype=np.int32).reshape(len(rows), w)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_small_set, min_size=1, max_size=4), min_size=1, max_size=4))
+def test_rows_the_pool_holds_already_keep_their_codes(calls):
+    """Calls one after the other over few distinct rows (most of each call's rows interned by the calls
+    before, found by the pool's packed keys): the codes and the pool's order of the one-by-one reference."""
+    saved = context_module._ARRAY_MIN
+    context_module._ARRAY_MIN = 1     # every call takes the array way, however few its rows
+    try:
+        one, many = ControllerContext(), ControllerContext()
+        for sets in calls:
+            expected = [one._codes_of_rows(m) for m in sets]
+            got = many.codes_of_row_sets(sets)
+            assert [e.tolist() for e in expected] == [g.tolist() for g in got]
+            assert one.pool.tuples == many.pool.tuples
+    finally:
+        context_module._ARRAY_MIN = saved
