@@ -142,12 +142,13 @@ class TuplePool:
             new_keys = np.zeros(len(rows), dtype=np.int64)
             for j in range(m.shape[1]):
                 new_keys |= np.where(m[:, j] >= 0, m[:, j] + 1, 0) << (bits * j)
-            new_codes = rows + covered
-            if sorted_keys is not None:
-                new_keys = np.concatenate((sorted_keys, new_keys))
-                new_codes = np.concatenate((codes, new_codes))
-            order = np.argsort(new_keys, kind="stable")
-            sorted_keys, codes = new_keys[order], new_codes[order]
+            order = np.argsort(new_keys)
+            new_keys, new_codes = new_keys[order], (rows + covered)[order]
+            if sorted_keys is None:
+                sorted_keys, codes = new_keys, new_codes
+            else:   # merged into the sorted index: a copy, not a sort of all of it
+                at = np.searchsorted(sorted_keys, new_keys)
+                sorted_keys, codes = np.insert(sorted_keys, at, new_keys), np.insert(codes, at, new_codes)
             self._keys[bits] = (sorted_keys, codes, n)
         if not len(sorted_keys):
             return np.full(len(keys), -1, dtype=np.int64)
