@@ -1097,7 +1097,8 @@ class Replication:
                     epochs = log.epochs
                     values[i] = (log.leo, epochs[-1][0] if epochs else -1, rep.leader_epoch)
                 keep = is_row | has_rep
-                offsets = dict(zip(keys, values)) if keep.all() else dict(compress(zip(keys, values), keep.tolist()))
+                # (every partition sent: the two lists as they are, the leader makes what it needs of them)
+                offsets = (keys, values) if keep.all() else dict(compress(zip(keys, values), keep.tolist()))
                 keys = ()
         for tp in keys:
             if tp in partitions:
@@ -1118,8 +1119,9 @@ class Replication:
         self.sim.network.send(f, s.leader, lambda: self._on_fetch(s, offsets, seq), lambda: self._backoff(s, seq),
                               name="fetch")
 
-    def _on_fetch(self, s: FetchSession, offsets: dict, seq: int) -> None:
-        """At the leader: note the follower's progress, then answer or park."""
+    def _on_fetch(self, s: FetchSession, offsets: dict | tuple, seq: int) -> None:
+        """At the leader: note the follower's progress, then answer or park. ``offsets``: tp -> (offset, last
+        fetched epoch, leader epoch), or that as (keys, values) lists."""
         leader, f, now = s.leader, s.follower, self.sim.loop.now
         reps = self.replicas.get(leader)
         if seq != s.seq:
@@ -1137,12 +1139,14 @@ class Replication:
         if pristine:
             rows = self.rows[leader]
             row_leader, row_epoch, row_isr = rows.leader, rows.leader_epoch, rows.isr
-            n = len(offsets)
+            listed = type(offsets) is tuple
+            n = len(offsets[0] if listed else offsets)
             if n >= 16:
                 # The loop's common case for a pristine leader (below), as arrays: a follower in the ISR at offset 0
                 # with no epoch, in the row's leader epoch. Those partitions only leave the watch, and their answer
                 # is empty: the rest go through the loop, in order, and the answer looks at the rest only.
-                ka = rows.find(list(offsets), pristine)
+                keys, values = offsets if listed else (list(offsets), list(offsets.values()))
+                ka = rows.find(keys, pristine)
                 plain = ka >= 0
                 if plain.any():
                     mirror = rows.arrays() if 0 <= f <= 62 else None
@@ -1150,7 +1154,6 @@ class Replication:
                         at = np.maximum(ka, 0)
                         # The fetch's (offset, last epoch, leader epoch) by the identity of its tuples: a first
                         # fetch's pristine rows share a few.
-                        values = list(offsets.values())
                         _, first, inverse = np.unique(np.fromiter(map(id, values), dtype=np.int64, count=n),
                                                       return_index=True, return_inverse=True)
                         sent = np.array([values[i] for i in first.tolist()], dtype=np.int64).reshape(-1, 3)[
@@ -1160,11 +1163,11 @@ class Replication:
                     else:
                         pick = itemgetter(*ka.tolist())      # (-1, not a row: the last row's values, masked out)
                         plain &= np.fromiter(pick(row_leader), dtype=np.int64, count=n) == leader
-                        plain &= np.fromiter(map(eq, offsets.values(), zip(repeat(0), repeat(-1), pick(row_epoch))),
+                        plain &= np.fromiter(map(eq, values, zip(repeat(0), repeat(-1), pick(row_epoch))),
                                              dtype=bool, count=n)
                         plain &= np.fromiter(map(contains, pick(row_isr), repeat(f)), dtype=bool, count=n)
                     if plain.any():
-                        gone = compress(offsets, plain.tolist())
+                        gone = compress(keys, plain.tolist())
                         if fresh:
                             # (a row's entry is in the tail unless something was inserted into the watch since)
                             gone = list(gone)
@@ -1172,7 +1175,9 @@ class Replication:
                             gone = list(compress(gone, map(is_, left, repeat(None)))) if watch else ()
                         if gone:
                             deque(map(watch.pop, gone, repeat(None)), 0)
-                        offsets = {} if plain.all() else dict(compress(offsets.items(), (~plain).tolist()))
+                        offsets = {} if plain.all() else dict(compress(zip(keys, values), (~plain).tolist()))
+        if type(offsets) is tuple:
+            offsets = dict(zip(*offsets))
         for tp, (offset, last_epoch, leader_epoch) in offsets.items():
             rep = reps.get(tp)
             if rep is None and pristine:
