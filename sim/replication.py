@@ -1063,8 +1063,16 @@ class Replication:
         # Each partition once, dirty ones first ({**a, **b}: the keys in first-seen order, made in C).
         pristine = self.pristine.get(f)
         row_epochs = self.rows[f].leader_epoch if pristine else None
-        keys = ({**s.dirty, **s.watch, **s.fresh} if s.fresh else {**s.dirty, **s.watch}) if s.watch or s.fresh \
-            else s.dirty
+        watch, fresh, dirty = s.watch, s.fresh, s.dirty
+        keys = None
+        if (watch or fresh) and 4 * len(partitions) < len(watch) + len(fresh):
+            # Few partitions followed against many of the leader's (a session kicked at its first new row while the
+            # leader's rows for this follower await their first fetch): the merge below, from the followed side.
+            extra = [tp for tp in partitions if tp not in dirty and (tp in watch or tp in fresh)]
+            if len(extra) <= 1:     # (one partition past the dirty ones has one place)
+                keys = [tp for tp in dirty if tp in partitions] + extra
+        if keys is None:
+            keys = ({**dirty, **watch, **fresh} if fresh else {**dirty, **watch}) if watch or fresh else dirty
         n = len(keys)
         if n >= 16:
             followed = list(map(partitions.__contains__, keys))
