@@ -1245,7 +1245,7 @@ class KafkaController(PartitionReassignmentMixin):
                 partition=np.concatenate([sel for _, sel, _, _ in changed]),
                 leader=np.concatenate([r.leader[d] for _, _, r, d in changed]),
                 leader_epoch=np.concatenate([r.leader_epoch[d] for _, _, r, d in changed]),
-                isr=partition_batch.list_column(np.concatenate([partition_batch._pad(r.isr[d], width)
+                isr=partition_batch.list_column(np.concatenate([partition_batch.pad_rows(r.isr[d], width)
                                                                 for _, _, r, d in changed])),
                 partition_epoch=np.concatenate([r.version[d] for _, _, r, d in changed]),
                 recovery_state=np.concatenate([r.recovery[d] for _, _, r, d in changed]),

@@ -59,7 +59,7 @@ def elect_batch(sm, partitions: list[tuple], strategy, current: dict, results: d
     exists = np.concatenate([r.exists for r in reads])
     r_epoch = np.concatenate([r.controller_epoch for r in reads])
     isr_width = max(r.isr.shape[1] for r in reads)
-    r_isr = np.concatenate([_pad(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
+    r_isr = np.concatenate([pad_rows(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
     usable = exists & (r_epoch <= epoch)
     for i in np.flatnonzero(~usable).tolist():
         tp = partitions[i]
@@ -265,9 +265,9 @@ def _emit_columns(sm, segments: list, currents: np.ndarray, target: int, code) -
         PartitionTransition, topic=topic_column(segments),
         partition=np.concatenate([s[1] for s in segments]), from_state=currents,
         to_state=np.full(n, target, dtype=np.uint8),
-        replicas=list_column(np.concatenate([_pad(m, width) for m in cols["replicas"]])),
+        replicas=list_column(np.concatenate([pad_rows(m, width) for m in cols["replicas"]])),
         leader=np.concatenate(cols["leader"]), leader_epoch=np.concatenate(cols["leader_epoch"]),
-        isr=list_column(np.concatenate([_pad(m, width) for m in cols["isr"]])),
+        isr=list_column(np.concatenate([pad_rows(m, width) for m in cols["isr"]])),
         partition_epoch=np.concatenate(cols["partition_epoch"]),
         recovery_state=np.concatenate(cols["recovery_state"]),
         election=np.broadcast_to(np.asarray(code, dtype=np.uint8), (n,)))
@@ -288,7 +288,8 @@ def topic_column(segments: list) -> DictColumn:
     return DictColumn(names, codes)
 
 
-def _pad(m: np.ndarray, width: int) -> np.ndarray:
+def pad_rows(m: np.ndarray, width: int) -> np.ndarray:
+    """A -1 padded int matrix widened to ``width`` columns (with -1)."""
     if m.shape[1] >= width:
         return m
     return np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=-1)

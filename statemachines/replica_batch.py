@@ -85,7 +85,7 @@ def offline_replicas_batch(sm, replica_id: int, replicas: list[tuple], curs, seg
     exists = np.concatenate([r.exists for r in reads])
     r_epoch = np.concatenate([r.controller_epoch for r in reads])
     isr_width = max(r.isr.shape[1] for r in reads)
-    r_isr = np.concatenate([pb._pad(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
+    r_isr = np.concatenate([pb.pad_rows(np.asarray(r.isr, dtype=np.int32), isr_width) for r in reads])
     r_leader = np.concatenate([r.leader for r in reads])
     r_leader_epoch = np.concatenate([r.leader_epoch for r in reads])
     r_recovery = np.concatenate([r.recovery for r in reads])
