@@ -51,7 +51,7 @@ from statemachines.partition_state_machine import (
     ControlledShutdownPartitionLeaderElectionStrategy, OfflinePartitionLeaderElectionStrategy, PartitionStateMachine,
     PreferredReplicaPartitionLeaderElectionStrategy,
 )
-from statemachines.replica_rows import PartitionRows, ReplicaRows
+from statemachines.replica_rows import PartitionRows, ReplicaRows, key_topic_runs
 from statemachines.replica_state_machine import ReplicaStateMachine
 from statemachines.states import (
     NEW_PARTITION, NEW_REPLICA, OFFLINE_PARTITION, OFFLINE_REPLICA, ONLINE_PARTITION, ONLINE_REPLICA,
@@ -1188,13 +1188,7 @@ class KafkaController(PartitionReassignmentMixin):
         topics = self.context.topics
         runs = []
         seen = set()
-        start = 0
-        n = len(partitions)
-        while start < n:
-            topic = partitions[start][0]
-            end = start + 1
-            while end < n and partitions[end][0] == topic:
-                end += 1
+        for topic, start, end in key_topic_runs(partitions):
             ts = topics.get(topic)
             if ts is None or topic in seen:
                 return None
@@ -1204,7 +1198,6 @@ class KafkaController(PartitionReassignmentMixin):
                 return None
             seen.add(topic)
             runs.append((ts, parts))
-            start = end
         return runs
 
     def _update_leader_and_isr_cache_columns(self, partitions: list[tuple], reason: int | None) -> bool:

@@ -13,6 +13,22 @@ from collections.abc import Sequence
 import numpy as np
 
 
+def key_topic_runs(keys: Sequence[tuple]) -> list[tuple[object, int, int]]:
+    """(topic, start, end) of each run of consecutive ``(topic, partition, ...)`` keys of one topic, in order
+    (a topic may make several runs)."""
+    runs = []
+    i = 0
+    n = len(keys)
+    while i < n:
+        topic = keys[i][0]
+        j = i + 1
+        while j < n and keys[j][0] == topic:
+            j += 1
+        runs.append((topic, i, j))
+        i = j
+    return runs
+
+
 class _ColumnRows(Sequence):
     """Rows of columns (``names[topic[i]]`` and the row's other columns), read as tuples built on first use."""
 

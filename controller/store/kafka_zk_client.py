@@ -75,6 +75,7 @@ from events.arrays import distinct
 from statemachines.errors import ControllerMovedError
 from statemachines.leader_and_isr import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from statemachines.ports import ColumnWriteResult, PartitionStateColumns, UpdateLeaderAndIsrResult
+from statemachines.replica_rows import key_topic_runs
 
 _log = structlog.get_logger("kcontroller.kafka_zk_client")
 
@@ -1446,18 +1447,11 @@ def _validate_replica_matrix(replicas: np.ndarray) -> None:
 def _topic_runs(tps: list[tuple]) -> list[tuple[str, np.ndarray]]:
     """The keys of a ``create_partition_states`` dict as runs of one topic: (topic, partition ids)."""
     runs = []
-    i = 0
-    n = len(tps)
-    while i < n:
-        topic = tps[i][0]
-        j = i + 1
-        while j < n and tps[j][0] == topic:
-            j += 1
+    for topic, i, j in key_topic_runs(tps):
         ids = [tp[1] for tp in tps[i:j]]
         if not all(type(p) is int for p in ids) or type(topic) is not str:
             return [("", np.zeros(0, dtype=np.int64))]    # nothing the model takes as a batch
         runs.append((topic, np.array(ids, dtype=np.int64)))
-        i = j
     return runs
 
 
