@@ -176,7 +176,8 @@ class PristineRows:
     the broker's process runs; a woken row stays, unreferenced."""
 
     __slots__ = ("leader", "leader_epoch", "isr", "partition_epoch", "replicas", "min_isr", "log_dir", "order",
-                 "keys", "woken", "_mirror", "_mirrored", "_ids", "_order", "_alive", "_indexed", "_woken_seen")
+                 "keys", "woken", "_mirror", "_mirrored", "_ids", "_order", "_alive", "_indexed", "_woken_seen",
+                 "_id_chunks", "_id_tail")
 
     def __init__(self) -> None:
         self._mirror: tuple | None = None     # (leader, leader epoch, ISR bitmask) as arrays: rows.arrays()
@@ -186,6 +187,8 @@ class PristineRows:
         self.woken: list[int] = []            # rows made replicas, in order
         self._ids = self._order = self._alive = None
         self._indexed = self._woken_seen = 0
+        self._id_chunks: list[np.ndarray] = []   # the keys' ids in row order: arrays given by extend_ids ...
+        self._id_tail: list[int] = []            # ... then those of rows added one by one since
         self.leader: list[int] = []
         self.leader_epoch: list[int] = []
         self.isr: list[tuple] = []
@@ -194,6 +197,13 @@ class PristineRows:
         self.min_isr: list[int] = []
         self.log_dir: list[str] = []
         self.order: list[int] = []
+
+    def extend_ids(self, ids: np.ndarray) -> None:
+        """The ids of the key objects of the rows just appended (``keys.extend``), in order."""
+        if self._id_tail:
+            self._id_chunks.append(np.array(self._id_tail, dtype=np.int64))
+            self._id_tail = []
+        self._id_chunks.append(ids)
 
     def arrays(self) -> tuple | None:
         """(leader, leader epoch, ISR as a bitmask of broker ids) of every row as int64 arrays, or None if a broker
@@ -246,8 +256,7 @@ class PristineRows:
         ``pristine`` (``pristine`` maps a live row's key to it: the rows' keys, less the woken, are its keys)."""
         n, m = len(self.keys), self._indexed
         if n > m:
-            ids = np.fromiter(map(id, self.keys[m:]), dtype=np.int64, count=n - m)
-            ids = ids if self._ids is None else np.concatenate((self._ids[np.argsort(self._order)], ids))
+            ids = np.concatenate(self._id_chunks + [np.array(self._id_tail, dtype=np.int64)])
             self._order = np.argsort(ids, kind="stable")
             self._ids = ids[self._order]
             alive = np.ones(n, dtype=bool)
@@ -286,6 +295,7 @@ class PristineRows:
         self.log_dir.append(log_dir)
         self.order.append(order)
         self.keys.append(key)
+        self._id_tail.append(id(key))
         return len(self.order) - 1
 
 
@@ -355,6 +365,7 @@ class Replication:
         self.pristine: dict[int, dict[tuple, int]] = {}         # broker -> tp -> its row in rows[broker]
         self.rows: dict[int, PristineRows] = {}
         self._tp_table: dict[str, np.ndarray] = {}              # topic -> its interned (topic, partition) keys
+        self._tp_ids: dict[str, np.ndarray] = {}                # topic -> its keys' ids (PristineRows.find)
         self.made = 0                                            # replicas made so far (their order)
 
     # --- broker lifecycle -------------------------------------------------------------------------
@@ -574,7 +585,7 @@ class Replication:
         offsets = np.asarray(replica_column.offsets)
         columns["min_isr"] = np.minimum(topic_min[codes], offsets[np.asarray(rows) + 1] - offsets[rows])
         min_isrs = columns["min_isr"].tolist()
-        tps = self._tps(names, codes, np.asarray(batch.column("partition"))[rows])
+        tps, tp_ids = self._tps(names, codes, np.asarray(batch.column("partition"))[rows])
         reps, disk = self.replicas[b], self.disks[b]
         now = sim.loop.now
         became_leader: list[Replica] = []      # told to the metrics together (nothing in between reads them)
@@ -591,7 +602,7 @@ class Replication:
         lazy = len(tps) >= self.pristine_min_rows
         made = self.made
         flags, groups, watched = self._pristine_in_bulk(b, tps, columns, isrs, replica_sets,
-                                                        (replica_column, batch.column("isr"), rows)) \
+                                                        (replica_column, batch.column("isr"), rows), tp_ids) \
             if lazy and single and one_dir else (None, (), ())
         every = zip(tps, leaders, epochs, isrs, partition_epochs, replica_sets, min_isrs, repeat(0))
         if flags is not None:
@@ -727,8 +738,8 @@ class Replication:
         if became_leader:
             sim.metrics.leaders_changed(b, became_leader)
 
-    def _pristine_in_bulk(self, b: int, tps: list, columns: dict, isrs: list, replica_sets: list, lists: tuple
-                          ) -> tuple[list | None, list, list]:
+    def _pristine_in_bulk(self, b: int, tps: list, columns: dict, isrs: list, replica_sets: list, lists: tuple,
+                          tp_ids: np.ndarray) -> tuple[list | None, list, list]:
         """The pristine rows of a LeaderAndIsr whose rows are all new to broker ``b`` (one log directory, one
         fetcher), made at once: (a flag per row — 1 a pristine follower row made here, 2 the first such row of
         its session, 3 a pristine leader row, 4 one whose followers include one seen first, 0 any other —,
@@ -821,6 +832,7 @@ class Replication:
         rows.order.extend(range(self.made + 1, self.made + 1 + n) if every else (lazy + (self.made + 1)).tolist())
         keys = tps if every else tp_array[lazy].tolist()
         rows.keys.extend(keys)
+        rows.extend_ids(tp_ids if every else tp_ids[lazy])
         _, isr_column, batch_rows = lists
         rows.mirror_appended(columns["leader"] if every else columns["leader"][lazy],
                              columns["leader_epoch"] if every else columns["leader_epoch"][lazy],
@@ -836,9 +848,11 @@ class Replication:
         tp = (topic, partition)
         return self._interned.setdefault(tp, tp)
 
-    def _tps(self, names, codes: np.ndarray, parts: np.ndarray) -> list[tuple]:
-        """The interned (topic, partition) keys of rows (``names[codes[i]]``, ``parts[i]``), from a table per topic."""
+    def _tps(self, names, codes: np.ndarray, parts: np.ndarray) -> tuple[list[tuple], np.ndarray]:
+        """The interned (topic, partition) keys of rows (``names[codes[i]]``, ``parts[i]``), from a table per topic, and
+        their ids."""
         out = np.empty(len(codes), dtype=object)
+        out_ids = np.empty(len(codes), dtype=np.int64)
         table = self._tp_table
         by_code = np.argsort(codes, kind="stable")
         sorted_codes = codes[by_code]
@@ -856,8 +870,11 @@ class Replication:
                 grown[have:] = np.fromiter(zip(repeat(name), range(have, len(grown))), dtype=object,
                                            count=len(grown) - have)
                 keys = table[name] = grown
+                ids = np.fromiter(map(id, grown[have:].tolist()), dtype=np.int64, count=len(grown) - have)
+                self._tp_ids[name] = ids if not have else np.concatenate((self._tp_ids[name], ids))
             out[at] = keys[want]
-        return out.tolist()
+            out_ids[at] = self._tp_ids[name][want]
+        return out.tolist(), out_ids
 
     @staticmethod
     def _row_table(column, rows) -> np.ndarray | None:

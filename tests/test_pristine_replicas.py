@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import msgpack
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
@@ -273,5 +274,8 @@ def test_the_first_fetches_find_rows_by_identity(monkeypatch):
     for rows in sim.replication.rows.values():
         n = len(rows.order)
         assert rows._mirrored == n > 0
+        # ... and the ids the LeaderAndIsr's keys came with are their own.
+        ids = np.concatenate(rows._id_chunks + [np.array(rows._id_tail, dtype=np.int64)])
+        assert ids.tolist() == [id(key) for key in rows.keys]
         assert [column[:n].tolist() for column in rows.arrays()] == [
             rows.leader, rows.leader_epoch, [sum(1 << r for r in isr) for isr in rows.isr]]
