@@ -30,10 +30,9 @@ from audit.kraft_broker_lines import KraftBrokerLines
 from audit.kraft_controller_lines import KraftControllerLines
 from audit.kraft_rows import KraftRow
 from audit.log_layouts import BLANK, CONT, LOG, PART, LineSplitter
-from audit.rows import (
-    CONTROLLER_ELECTED, ENTITY_PARTITION, ENTITY_REPLICA, LEADER_AND_ISR_UPDATED, PARTITION_TRANSITION,
-    REPLICA_TRANSITION, TOPIC_CREATED, TOPIC_DELETION_COMPLETED, TOPIC_DELETION_REQUESTED, TRANSITION_FAILED, AuditRow,
-)
+from audit.rows import CONTROLLER_ELECTED, PARTITION_TRANSITION, REPLICA_TRANSITION, TOPIC_CREATED, AuditRow
+from audit.zk_controller_lines import ROW_TEMPLATES as _ROW_TEMPLATES
+from audit.zk_controller_lines import ZkControllerLines
 from statemachines.states import PartitionState
 
 ERA_0_8 = "0.8-0.11"   # no prefix; "Controller N epoch E ..." in the message; partitions as [t,0]
@@ -44,8 +43,6 @@ _ERA_ORDER = (ERA_0_8, ERA_1_0, ERA_2_6)
 
 SAMPLE_SIZE = 10
 _NEW = PartitionState.NewPartition.byte
-_ONLINE = PartitionState.OnlinePartition.byte
-_OFFLINE = PartitionState.OfflinePartition.byte
 _NON_EXISTENT = PartitionState.NonExistentPartition.byte
 # What a logger says about its lines (see _logger_class).
 _L_CONTROLLER, _L_KRAFT, _L_ELECTOR, _L_OTHER = 0, 1, 2, 3
@@ -104,7 +101,7 @@ class KafkaLogReading:
         return bool(c.rows or c.other or c.continuation)
 
 
-class KafkaLogReader:
+class KafkaLogReader(ZkControllerLines):
     """Streams one file's rows (:meth:`rows`); afterwards :meth:`reading` tells the rest.
 
     ``lines`` are the file's text lines; or give ``items`` (``audit.log_layouts`` items, e.g. several
@@ -452,7 +449,16 @@ class KafkaLogReader:
         return "component", int(m.group("id")) if m else None, None
 
     def _ts_ms(self, ts: str) -> int | None:
-        """The line's time in ms, read as UTC (log4j prints the broker's local time, without a zone)."""
+        """The line's time in ms, read as UTC (log4j prints the broker's local time, without a zone);
+        remembered by the whole timestamp (``self._ts``: look there first)."""
+        ms = self._time_ms(ts)
+        if ms is not None:
+            if len(self._ts) >= 4096:
+                self._ts.clear()
+            self._ts[ts] = ms
+        return ms
+
+    def _time_ms(self, ts: str) -> int | None:
         if ts is None:
             return None
         frac = ts[20:23]
@@ -492,13 +498,16 @@ class KafkaLogReader:
     def _kraft_head(self) -> tuple:
         """(run_id, source, position, seq, time_ms) of the line being read, for a KRaft row."""
         item = self._item
-        return self.run_id, item[2], item[3], item[1], self._ts_ms(item[5])
+        ms = self._ts.get(item[5])
+        return self.run_id, item[2], item[3], item[1], ms if ms is not None else self._ts_ms(item[5])
 
     def _row(self, kind: str, *, entity=None, topic=None, partition=-1, replica=-1, frm=None, to=None,
              leader=None, leader_epoch=None, isr=None, replicas=None, unclean=None, error=None) -> AuditRow:
         item = self._item
-        return _new_row(AuditRow, (self.run_id, item[2], item[3], item[1], kind, self._cid, self._epoch,
-                                   self._ts_ms(item[5]), entity, topic, partition, replica, frm, to, leader,
+        ms = self._ts.get(item[5])
+        if ms is None:
+            ms = self._ts_ms(item[5])
+        return _new_row(AuditRow, (self.run_id, item[2], item[3], item[1], kind, self._cid, self._epoch, ms, entity, topic, partition, replica, frm, to, leader,
                                    leader_epoch, isr, replicas, unclean, error))
 
     def _emit(self, row: AuditRow) -> list:
@@ -550,216 +559,6 @@ class KafkaLogReader:
         self._flush_pending()
         return True
 
-    def _remember_isr(self, tp, isr: list[int] | None) -> None:
-        if isr is None:
-            self._isr.pop(tp, None)
-        else:
-            self._isr[tp] = isr
-
-    def _unclean(self, tp, frm: int | None, to: int, leader: int | None) -> bool | None:
-        """An election to OnlinePartition is unclean when its leader was not in the last known ISR."""
-        if to != _ONLINE:
-            return None
-        if frm == _NEW:
-            return False                        # a new partition's leader comes from its live replicas
-        if leader is None or leader < 0:
-            return None
-        isr = self._isr.get(tp)
-        if isr.__class__ is str:                # a request line's state, read now that it is needed
-            lead = pat.parse_leadership(isr)
-            isr = lead.isr if lead is not None else None
-            self._remember_isr(tp, isr)
-        if isr is None:
-            return None
-        return leader not in isr
-
-    # --- templates -------------------------------------------------------------------------------
-    def _replica_states(self, m) -> tuple | None:
-        """(partition, from, to) of a replica line; Kafka 0.8.0 printed no from-state (None)."""
-        tp = self._tp(m.group("tp"))
-        to = pat.REPLICA_STATE_BYTES.get(m.group("to"))
-        frm_name = m.group("frm")
-        frm = pat.REPLICA_STATE_BYTES.get(frm_name) if frm_name is not None else None
-        if tp is None or to is None or (frm_name is not None and frm is None):
-            return None
-        if frm_name is None:
-            self._saw_0_8_0()
-        return tp, frm, to
-
-    def _on_replica_changed(self, m):
-        states = self._replica_states(m)
-        if states is None:
-            return None
-        tp, frm, to = states
-        return self._emit(self._row(REPLICA_TRANSITION, entity=ENTITY_REPLICA, topic=tp[0], partition=tp[1],
-                                    replica=int(m.group("replica")), frm=frm, to=to))
-
-    def _partition_states(self, m) -> tuple | None:
-        tp = self._tp(m.group("tp"))
-        frm_name, to_name = m.group("frm"), m.group("to")
-        frm = pat.ALL_PARTITION_STATE_BYTES.get(frm_name)
-        to = pat.ALL_PARTITION_STATE_BYTES.get(to_name)
-        if tp is None or frm is None or to is None:
-            return None
-        if frm_name in pat.SHORT_PARTITION_STATE_BYTES or to_name in pat.SHORT_PARTITION_STATE_BYTES:
-            self._saw_0_8_0()
-        return tp, frm, to
-
-    def _on_partition_state(self, m):
-        states = self._partition_states(m)
-        if states is None:
-            return None
-        tp, frm, to = states
-        replicas = pat.parse_ints(m.group("replicas")) if m.group("replicas") is not None else None
-        if to == _NON_EXISTENT:
-            self._isr.pop(tp, None)
-        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=frm, to=to, replicas=replicas))
-
-    def _on_partition_leader(self, m):
-        """0.8–1.0: "... from A to OnlinePartition with leader L". Kafka 0.8.0 printed the state
-        *after* the change as the old one, so there the from-state is not known."""
-        states = self._partition_states(m)
-        if states is None:
-            return None
-        tp, frm, to = states
-        if self._dialect_080 and frm == to == _ONLINE:
-            frm = None
-        if self._cid >= 0 and self._eras[ERA_1_0]:
-            self._hints.add("1.0")
-        leader = int(m.group("leader"))
-        unclean = self._unclean(tp, frm, to, leader)
-        self._isr.pop(tp, None)                  # the new ISR is not printed here
-        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=frm, to=to, leader=leader, unclean=unclean))
-
-    def _on_partition_with_state(self, m):
-        states = self._partition_states(m)
-        lead = pat.parse_leadership(m.group("state"))
-        if states is None or lead is None:
-            return None
-        tp, frm, to = states
-        self._hint(pat.leadership_version_hint(m.group("state")))
-        unclean = self._unclean(tp, frm, to, lead.leader)
-        self._remember_isr(tp, lead.isr)
-        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=frm, to=to, leader=lead.leader, leader_epoch=lead.leader_epoch,
-                                    isr=lead.isr, unclean=unclean))
-
-    def _on_replica_failed(self, m):
-        states = self._replica_states(m)
-        if states is None:
-            return None
-        tp, frm, to = states
-        self._awaiting_exception = True
-        return self._hold(self._row(TRANSITION_FAILED, entity=ENTITY_REPLICA, topic=tp[0], partition=tp[1],
-                                    replica=int(m.group("replica")), frm=frm, to=to), "failure")
-
-    def _on_partition_failed(self, m):
-        states = self._partition_states(m)
-        if states is None:
-            return None
-        tp, frm, to = states
-        self._awaiting_exception = True
-        return self._hold(self._row(TRANSITION_FAILED, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=frm, to=to), "failure")
-
-    def _on_isr_removed(self, m):
-        tp = self._tp(m.group("tp"))
-        lead = pat.parse_leadership(m.group("state"))
-        if tp is None or lead is None:
-            return None
-        self._hint(pat.leadership_version_hint(m.group("state")))
-        self._remember_isr(tp, lead.isr)
-        return self._emit(self._row(LEADER_AND_ISR_UPDATED, topic=tp[0], partition=tp[1], leader=lead.leader,
-                                    leader_epoch=lead.leader_epoch, isr=lead.isr))
-
-    def _on_isr_updated(self, m):
-        """2.7+: the controller accepted an AlterIsr; only the new ISR is printed."""
-        tp = self._tp(m.group("tp"))
-        if tp is None:
-            return None
-        isr = pat.parse_ints(m.group("isr"))
-        self._isr[tp] = isr
-        return self._emit(self._row(LEADER_AND_ISR_UPDATED, topic=tp[0], partition=tp[1], isr=isr))
-
-    def _on_new_leader_and_isr(self, m):
-        return self._on_isr_removed(m)           # 0.8–1.0: the same ISR removal, printed as JSON
-
-    def _on_selected_leader(self, m):
-        """0.8–1.0 controller.log: the OfflinePartitionLeaderSelector's result. Without a data-loss
-        WARN just before it (see _attach_to_pending), the leader came from the live ISR."""
-        tp = self._tp(m.group("tp"))
-        lead = pat.parse_leadership(m.group("state"))
-        if tp is None or lead is None:
-            return None
-        self._remember_isr(tp, lead.isr)
-        return self._emit(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=_OFFLINE, to=_ONLINE, leader=lead.leader, leader_epoch=lead.leader_epoch,
-                                    isr=lead.isr, unclean=False))
-
-    def _on_unclean_warning(self, m):
-        tp = self._tp(m.group("tp"))
-        if tp is None:
-            return None
-        return self._hold(self._row(PARTITION_TRANSITION, entity=ENTITY_PARTITION, topic=tp[0], partition=tp[1],
-                                    frm=_OFFLINE, to=_ONLINE, leader=int(m.group("leader")), unclean=True),
-                          "unclean")
-
-    def _elected(self, cid: int, epoch: int):
-        self._epochs[cid] = epoch
-        self._active, self._cid, self._epoch = cid, cid, epoch
-        return self._emit(self._row(CONTROLLER_ELECTED))
-
-    def _on_elected_with_id(self, m):
-        return self._elected(int(m.group("id")), int(m.group("epoch")))
-
-    def _on_elected_1_0(self, m):
-        if self._cid < 0:
-            return None
-        return self._elected(self._cid, int(m.group("epoch")))
-
-    def _on_ready_to_serve(self, m):
-        cid = int(m.group("id")) if m.group("id") is not None else self._cid
-        if cid >= 0:
-            self._epochs[cid] = int(m.group("epoch"))
-            self._active = cid
-        return []
-
-    def _on_resigned(self, m):
-        cid = int(m.group("id")) if m.group("id") is not None else self._cid
-        if self._active == cid:
-            self._active = None
-        return []
-
-    def _on_deletion_started(self, m):
-        topics = [t.strip() for t in m.group("topics").split(",") if t.strip()]
-        for topic in topics:
-            self._emit(self._row(TOPIC_DELETION_REQUESTED, topic=topic))
-        return []
-
-    def _on_deletion_completed(self, m):
-        return self._emit(self._row(TOPIC_DELETION_COMPLETED, topic=m.group("topic")))
-
-    def _on_request_state(self, m):
-        """Request lines and election results carry the partition's leadership as the controller knows it."""
-        self._learn_isr(m.group("tp"), m.group("state"))
-        return []
-
-    def _on_request_line(self, body: str) -> bool:
-        parts = pat.split_request_line(body)
-        if parts is None:
-            return False
-        self._learn_isr(parts[1], parts[0])
-        return True
-
-    def _learn_isr(self, tp_token: str, state: str) -> None:
-        """Keep the state text a request line printed for the partition; its ISR is read only if an
-        election needs it (_unclean): most of these lines (one per partition and broker at TRACE) never are."""
-        tp = self._tp(tp_token)
-        if tp is not None:
-            self._isr[tp] = state
-
     def _tp(self, token: str) -> tuple[str, int] | None:
         """pat.parse_tp, remembered: a file names the same partitions over and over."""
         tp = self._tps.get(token)
@@ -772,44 +571,6 @@ class KafkaLogReader:
         return tp
 
     # --- evidence ----------------------------------------------------------------------------------
-    def _hint(self, hint: str | None) -> None:
-        if hint is not None:
-            self._hints.add(hint)
-
     def _saw_0_8_0(self) -> None:
         self._dialect_080 = True
         self._hints.add("0.8.0")
-
-
-# First word of the message body -> the templates tried for it, in order, each with a text the body must
-# hold for it to match (None: none), so that the ones that cannot are not run.
-_ROW_TEMPLATES: dict[str, tuple] = {
-    "changed": ((pat.REPLICA_CHANGED, KafkaLogReader._on_replica_changed, "hanged state of replica "),
-                (pat.PARTITION_CHANGED_STATE, KafkaLogReader._on_partition_state, " state from "),
-                (pat.PARTITION_CHANGED_LEADER, KafkaLogReader._on_partition_leader, " with leader "),
-                (pat.PARTITION_CHANGED_WITH_STATE, KafkaLogReader._on_partition_with_state, " with state ")),
-    "initiated": ((pat.REPLICA_FAILED, KafkaLogReader._on_replica_failed, None),
-                  (pat.PARTITION_FAILED_OLD, KafkaLogReader._on_partition_failed, None)),
-    "failed": ((pat.PARTITION_FAILED, KafkaLogReader._on_partition_failed, None),),
-    "partition": ((pat.ISR_REMOVED, KafkaLogReader._on_isr_removed, None),),
-    "new": ((pat.NEW_LEADER_AND_ISR, KafkaLogReader._on_new_leader_and_isr, "New leader and ISR for partition "),),
-    "selected": ((pat.SELECTED_OFFLINE_LEADER, KafkaLogReader._on_selected_leader, None),),
-    "no": ((pat.UNCLEAN_WARNING, KafkaLogReader._on_unclean_warning, ". Elect leader "),),
-    "controller": ((pat.ELECTED_OLD, KafkaLogReader._on_elected_with_id, " incremented epoch to "),),
-    "incremented": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0, None),),
-    "epoch": ((pat.ELECTED_1_0, KafkaLogReader._on_elected_1_0, None),),
-    "#": ((pat.ELECTED, KafkaLogReader._on_elected_with_id, None),),
-    "ready": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve, None),),
-    "broker": ((pat.READY_TO_SERVE, KafkaLogReader._on_ready_to_serve, None),
-               (pat.RESIGNED, KafkaLogReader._on_resigned, None)),
-    "resigned": ((pat.RESIGNED, KafkaLogReader._on_resigned, None),),
-    "starting": ((pat.DELETION_STARTED, KafkaLogReader._on_deletion_started,
-                  "Starting topic deletion for topics "),),
-    "deletion": ((pat.DELETION_COMPLETED, KafkaLogReader._on_deletion_completed, None),),
-    "initializing": ((pat.INITIALIZING_LEADER_AND_ISR, KafkaLogReader._on_request_state,
-                      "Initializing leader and isr for partition "),),
-    "after": ((pat.LEADER_CACHE_UPDATED, KafkaLogReader._on_request_state, None),),
-    "isr": ((pat.ISR_UPDATED, KafkaLogReader._on_isr_updated, None),),
-}
-# Each template's pattern as its bound ``match``: one attribute lookup fewer a line.
-_ROW_TEMPLATES = {key: tuple((p.match, h, n) for p, h, n in ts) for key, ts in _ROW_TEMPLATES.items()}

@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import re
 
-from audit.kraft_rows import KRAFT_FOLLOWER, KRAFT_LEADER, KRAFT_PARTITION_CREATED, KraftRow
+from audit.kafka_line_patterns import INTS as _INTS
+from audit.kraft_rows import INT_TUPLES, KRAFT_FOLLOWER, KRAFT_LEADER, KRAFT_PARTITION_CREATED, KraftRow, int_tuple
 
 _TP = r"(?P<tp>\S+)-(?P<p>\d+)"
 LEADER = re.compile(
     rf"Leader {_TP}(?: with topic id (?:Some\((?P<tid>[^)]*)\)|None|(?P<tid2>[\w-]+)))? starts at leader epoch "
     r"(?P<le>-?\d+) from offset -?\d+ with partition epoch (?P<pe>-?\d+), high watermark -?\d+, ISR \[(?P<isr>[-\d, ]*)\]")
 _PREVIOUS = "revious leader epoch was "     # "... Previous leader epoch was 6." / "... and previous leader epoch was 6."
-_PREVIOUS_EPOCH = re.compile(r"-?\d+")
+_PREVIOUS_EPOCH = re.compile(r"-?\d+").match
 FOLLOWER = re.compile(
     rf"Follower {_TP} starts at leader epoch (?P<le>-?\d+) from offset -?\d+ with partition epoch (?P<pe>-?\d+) "
     r"and high watermark -?\d+\. Current leader is (?P<leader>-?\d+)")
@@ -43,8 +44,8 @@ CREATING = re.compile(rf"Creating new partition {_TP} with topic id (?P<tid>[\w-
 KNOWN = re.compile(
     r"Transitioning \d+ partition\(s\) to local |Skipped the become-(?:leader|follower) state change |"
     r"(?:Stopped|Started) fetchers as part of |Stopped fetchers as part of controlled shutdown ")
+_LEADER, _FOLLOWER, _PREVIOUS_LEN = LEADER.match, FOLLOWER.match, len(_PREVIOUS)
 KEYS = frozenset({"leader", "follower", "creating", "transitioning", "skipped", "stopped", "started"})
-_INTS = re.compile(r"-?\d+")
 
 
 _new = tuple.__new__
@@ -55,9 +56,7 @@ def _row(head, kind: str, node: int, *rest) -> KraftRow:
     return _new(KraftRow, (h[0], h[1], h[2], h[3], kind, node, h[4], *rest, None, None))
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    """``1,2,3`` or ``1, 2`` as (1, 2, 3)."""
-    return tuple(map(int, text.split(","))) if text else ()
+_ints = int_tuple
 
 
 class KraftBrokerLines:
@@ -71,15 +70,16 @@ class KraftBrokerLines:
     def line(self, head, node: int, key: str, body: str) -> bool | None:
         """Rows of one line: True when it made rows, False when it is known and makes none, None when not known.
         ``head()`` gives the row's (run_id, source, position, seq) and ``time_ms`` (asked only for a row)."""
+        # The two lines of nearly every partition a broker hosts are read inline, their rows made without calls.
         if key == "leader":
-            m = LEADER.match(body)
+            m = _LEADER(body)
             if m is None:
                 return None
-            topic, p, tid, tid2, le, pe, isr = m.group("tp", "p", "tid", "tid2", "le", "pe", "isr")
-            p = int(p)
+            topic, p, tid, tid2, le, pe, isr = m.groups()        # LEADER's groups
+            p = _INTS[p]
             if tid is None:
                 tid = tid2
-            if tid in ("", "None"):
+            if tid == "" or tid == "None":
                 tid = None
             if tid is not None:
                 self._topic_ids[(node, topic, p)] = tid
@@ -88,19 +88,22 @@ class KraftBrokerLines:
             # The Leader line prints its partition's previous leader epoch before changing it (unlike the
             # Follower line of 3.6+): kept as ``epoch``, it tells a gap the file itself does not show.
             at = body.rfind(_PREVIOUS)
-            prev = _PREVIOUS_EPOCH.match(body, at + len(_PREVIOUS)) if at > 0 else None
-            self.out.append(_row(head, KRAFT_LEADER, node, topic, tid, p, -1, node, int(le), int(pe), _ints(isr),
-                                 None, None, None,
-                                 None if prev is None else int(prev.group()), None))
+            prev = _PREVIOUS_EPOCH(body, at + _PREVIOUS_LEN) if at > 0 else None
+            h = head()
+            self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_LEADER, node, h[4], topic, tid, p, -1, node,
+                                            _INTS[le], _INTS[pe], INT_TUPLES.get(isr) or _ints(isr), None, None, None,
+                                            None if prev is None else _INTS[prev.group()], None, None, None)))
             return True
         if key == "follower":
-            m = FOLLOWER.match(body)
+            m = _FOLLOWER(body)
             if m is None:
                 return None
-            topic, p, leader, le, pe = m.group("tp", "p", "leader", "le", "pe")
-            p = int(p)
-            self.out.append(_row(head, KRAFT_FOLLOWER, node, topic, self._topic_ids.get((node, topic, p)), p, -1,
-                                 int(leader), int(le), int(pe), None, None, None, None, None, None))
+            topic, p, le, pe, leader = m.groups()               # FOLLOWER's groups
+            p = _INTS[p]
+            h = head()
+            self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_FOLLOWER, node, h[4], topic,
+                                            self._topic_ids.get((node, topic, p)), p, -1, _INTS[leader], _INTS[le],
+                                            _INTS[pe], None, None, None, None, None, None, None, None)))
             return True
         if key == "creating":
             m = CREATING.match(body)

@@ -47,8 +47,9 @@ from audit.kraft_rows import (
     KRAFT_BROKER_FENCED, KRAFT_BROKER_REGISTERED, KRAFT_CONTROLLER_STARTED, KRAFT_DUPLICATE_REGISTRATION,
     KRAFT_ELECTION, KRAFT_RAFT_EPOCH, KRAFT_REGISTRATION, KRAFT_RENOUNCED, KRAFT_SHUTDOWN_GRANTED,
     KRAFT_SNAPSHOT_LOADING, KRAFT_TOPIC_CREATED, KRAFT_TOPIC_REMOVED, KRAFT_UNFENCE_GRANTED, REGISTERED_INCARNATION,
-    REGISTERED_INITIAL, UNFENCED, KraftRow,
+    INT_TUPLES, REGISTERED_INITIAL, UNFENCED, KraftRow, int_tuple,
 )
+from audit.kafka_line_patterns import INTS
 
 _ID = r"[\w-]+"
 _REGISTRATION_FIELDS = (   # the fields the audit reads, in their printed order (3.3-3.6: no directories, ELRs)
@@ -94,15 +95,14 @@ SNAPSHOT_LOADING = re.compile(r"Starting to load snapshot ")
 _FIELDS = re.compile(r"(\w+)=(\[[^\]]*\]|[^,)]*)")
 _REGISTRATION = re.compile(_REGISTRATION_FIELDS)
 _DIFF = re.compile(r"(\w+): (\[[^\]]*\]|\S+?) -> (\[[^\]]*\]|[^,\s]+)")
-_INTS = re.compile(r"-?\d+")
+_INT_TEXT = re.compile(r"-?\d+")
 
 
 _new = tuple.__new__
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    """``1, 2, 3`` as (1, 2, 3)."""
-    return tuple(map(int, text.split(","))) if text else ()
+_ints = int_tuple     # "1, 2, 3" as (1, 2, 3)
+_PARTITION_RECORD, _BROKER_CHANGE = PARTITION_RECORD.match, BROKER_CHANGE.match
 
 
 def parse_registration(text: str) -> dict:
@@ -111,7 +111,7 @@ def parse_registration(text: str) -> dict:
     for name, value in _FIELDS.findall(text):
         if value.startswith("["):
             out[name] = _ints(value[1:-1]) if name != "directories" else value
-        elif _INTS.fullmatch(value):
+        elif _INT_TEXT.fullmatch(value):
             out[name] = int(value)
         else:
             out[name] = value
@@ -160,24 +160,30 @@ class KraftControllerLines:
                                         recovering, epoch, detail, None, None)))
         return True
 
-    def _registration(self, head, node, topic, tid, p, m) -> tuple:
-        """A registration row of a ``PartitionRegistration(...)`` dump (``m``, a match with its fields); its
-        (replicas, elr)."""
-        replicas, elr = _ints(m["replicas"]), None if m["elr"] is None else _ints(m["elr"])
+    def _registration(self, head, node, topic, tid, p, fields) -> tuple:
+        """A registration row of a ``PartitionRegistration(...)`` dump (``fields``, the groups of
+        ``_REGISTRATION``); its (replicas, elr)."""
+        replicas, isr, removing, adding, elr, leader, recovery, le, pe = fields
+        tuples = INT_TUPLES
+        replicas = tuples.get(replicas) or _ints(replicas)
+        if elr is not None:
+            elr = tuples.get(elr) or _ints(elr)
         h = head()      # the most frequent row of a controller's log: made without keywords
         self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_REGISTRATION, node, h[4], topic, tid, p, -1,
-                                        int(m["leader"]), int(m["le"]), int(m["pe"]), _ints(m["isr"]), replicas, elr,
-                                        m["recovery"] == "RECOVERING", None, None, _ints(m["adding"]),
-                                        _ints(m["removing"]))))
+                                        INTS[leader], INTS[le], INTS[pe], tuples.get(isr) or _ints(isr), replicas, elr,
+                                        recovery == "RECOVERING", None, None, tuples.get(adding) or _ints(adding),
+                                        tuples.get(removing) or _ints(removing))))
         return replicas, elr
 
     def _replayed(self, head, node, body) -> bool:
         word = body[9:body.find(" ", 9)]
         if word == "PartitionRecord":
-            m = PARTITION_RECORD.match(body)
+            m = _PARTITION_RECORD(body)
             if m is not None:
-                self._topic_names.setdefault(m["tid"], m["tp"])
-                self._registration(head, node, m["tp"], m["tid"], int(m["p"]), m)
+                fields = m.groups()         # PARTITION_RECORD's: tp, p, tid, then _REGISTRATION's
+                topic, tid = fields[0], fields[2]
+                self._topic_names.setdefault(tid, topic)
+                self._registration(head, node, topic, tid, INTS[fields[1]], fields[3:])
                 return True
         elif word == "TopicRecord":
             m = TOPIC_RECORD.match(body)
@@ -194,13 +200,17 @@ class KraftControllerLines:
                 return self._row(head, KRAFT_BROKER_REGISTERED, node, broker=int(m["b"]), epoch=int(m["epoch"]),
                                  detail=REGISTERED_INITIAL if m["initial"] else REGISTERED_INCARNATION)
         elif word == "BrokerRegistrationChangeRecord":
-            m = BROKER_CHANGE.match(body)
+            m = _BROKER_CHANGE(body)
             if m is not None:
-                fenced, shutdown = int(m["fenced"]), int(m["cs"])
+                broker, epoch, fenced, shutdown = m.groups()    # BROKER_CHANGE's groups
+                fenced, shutdown = INTS[fenced], INTS[shutdown]
                 detail = FENCED if fenced == 1 else UNFENCED if fenced == -1 else \
                     CONTROLLED_SHUTDOWN if shutdown == 1 else None
-                return self._row(head, KRAFT_BROKER_CHANGED, node, broker=int(m["b"]), epoch=int(m["epoch"]),
-                                 detail=detail)
+                h = head()
+                self.out.append(_new(KraftRow, (h[0], h[1], h[2], h[3], KRAFT_BROKER_CHANGED, node, h[4], None, None,
+                                                -1, INTS[broker], None, None, None, None, None, None, None,
+                                                INTS[epoch], detail, None, None)))
+                return True
         return False
 
     def _unclean(self, head, node, body) -> bool:
@@ -211,7 +221,7 @@ class KraftControllerLines:
 
         def number(name):
             v = new.get(name)
-            return int(v) if v is not None and _INTS.fullmatch(v) else None
+            return int(v) if v is not None and _INT_TEXT.fullmatch(v) else None
         isr = _ints(new["isr"][1:-1]) if "isr" in new else None
         recovery = new.get("leaderRecoveryState")
         return self._row(head, KRAFT_ELECTION, node, topic=m["tp"], topic_id=m["tid"], partition=int(m["p"]),
@@ -227,7 +237,7 @@ class KraftControllerLines:
         topic = self._topic_names.get(tid)
         elr = replicas = None
         reg = _REGISTRATION.match(body, m.start("reg")) if m["reg"] is not None else None
-        before = self._registration(head, node, topic, tid, p, reg) if reg is not None else None
+        before = self._registration(head, node, topic, tid, p, reg.groups()) if reg is not None else None
         if before is not None:
             replicas, elr = before
             if elr is not None:

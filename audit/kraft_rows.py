@@ -90,3 +90,20 @@ class KraftRow(NamedTuple):
 
 
 KRAFT_COLUMNS = KraftRow._fields
+
+_INT_TUPLES: dict[str, tuple[int, ...]] = {}   # a file prints the same ISRs and replica lists over and over
+
+
+def int_tuple(text: str) -> tuple[int, ...]:
+    """``1,2,3`` or ``1, 2`` as (1, 2, 3); ``()`` for an empty text. Remembered by text: callers may look in
+    ``INT_TUPLES`` first (``INT_TUPLES.get(text) or int_tuple(text)``)."""
+    ints = _INT_TUPLES.get(text)
+    if ints is None:
+        ints = tuple(map(int, text.split(","))) if text else ()
+        if len(_INT_TUPLES) >= 4096:
+            _INT_TUPLES.clear()
+        _INT_TUPLES[text] = ints
+    return ints
+
+
+INT_TUPLES = _INT_TUPLES
