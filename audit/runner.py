@@ -79,6 +79,9 @@ LOG_BYTES_PER_PARQUET_BYTE = 10
 # Kafka text logs of at least this many bytes in all, in several inputs, are read by worker processes (one per
 # core): a spawned worker takes about half a second to start, a reader about 5 s per 100 MiB.
 PARALLEL_READ_BYTES = 32 << 20
+# ... and only with this many cores: a worker's rows cross back to the driver pickled (about a sixth of the reading's
+# CPU again), so on two cores (the benchmark machine's two vCPUs) side by side was 0.9-1.35x one process.
+PARALLEL_READ_CORES = 4
 
 
 DEFAULT_SPARK_THRESHOLD = physical_memory() // 2 // LOCAL_BYTES_PER_INPUT_BYTE
@@ -352,11 +355,12 @@ def choose_engine(engine: str, total_bytes: int, spark_threshold: int) -> tuple[
 
 
 def _workers_for(inputs: list[AuditInput], workers: int | None) -> int:
-    """How many processes read the Kafka inputs: ``workers``, or for None one per core when they are several and
-    ``PARALLEL_READ_BYTES`` or more in all (else 1)."""
+    """How many processes read the Kafka inputs: ``workers``, or for None one per core when they are several,
+    ``PARALLEL_READ_BYTES`` or more in all, and the machine has ``PARALLEL_READ_CORES`` cores or more (else 1)."""
     kafka = [i for i in inputs if i.type == KAFKA_LOG]
     if workers is None:
-        workers = _cores() if sum(i.bytes for i in kafka) >= PARALLEL_READ_BYTES else 1
+        cores = _cores()
+        workers = cores if cores >= PARALLEL_READ_CORES and sum(i.bytes for i in kafka) >= PARALLEL_READ_BYTES else 1
     return max(1, min(workers, len(kafka)))
 
 
@@ -699,7 +703,7 @@ def run_audit(paths: Iterable[str], *, engine: str = "auto", master: str | None 
     that makes the exit status 1; ``availability`` adds each run's availability figures, from its fold's
     timelines (:mod:`audit.availability`: on Spark with the Spark engine, else by DuckDB). ``read_workers``
     processes read the Kafka log files, one file (or rotated set) each at a time; None: one per core when
-    they are ``PARALLEL_READ_BYTES`` or more in all. Worker processes are spawned: a script that calls this
+    they are ``PARALLEL_READ_BYTES`` or more in all on a machine of ``PARALLEL_READ_CORES`` cores or more. Worker processes are spawned: a script that calls this
     with more than 1 needs the ``if __name__ == "__main__":`` guard, as any user of multiprocessing does."""
     fails({"by_severity": {}}, fail_on)   # a bad level is refused before anything is read
     if read_workers is not None and read_workers < 1:

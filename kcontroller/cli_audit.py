@@ -17,7 +17,9 @@ import json
 import sys
 
 from audit.checks import SEVERITIES, format_violation
-from audit.runner import DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, PARALLEL_READ_BYTES, AuditResult, run_audit
+from audit.runner import (
+    DEFAULT_LIMIT, DEFAULT_SPARK_THRESHOLD, ENGINES, PARALLEL_READ_BYTES, PARALLEL_READ_CORES, AuditResult, run_audit,
+)
 from kcontroller import progress
 from kcontroller.files import write_text_atomically
 
@@ -63,7 +65,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "brokers of one cluster); a rotated set is always read as one history, oldest first")
     p.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read Kafka log files side by side, a file (or rotated set) each at a time "
-                        f"(default: one per core when they are {PARALLEL_READ_BYTES >> 20} MiB or more in all, else 1)")
+                        f"(default: one per core on a machine of {PARALLEL_READ_CORES} cores or more when they are "
+                        f"{PARALLEL_READ_BYTES >> 20} MiB or more in all, else 1)")
     p.add_argument("--availability", action="store_true",
                    help="also fold each run's rows into per-partition timelines and report its availability: "
                         "offline partition-seconds and intervals, leader elections, moves and unclean elections")

@@ -77,7 +77,9 @@ def test_how_many_workers(logs, monkeypatch):
     assert _workers_for(inputs[:0], 4) == 1
     monkeypatch.setattr(runner, "PARALLEL_READ_BYTES", 1)
     monkeypatch.setattr(runner, "_cores", lambda: 2)
-    assert _workers_for(inputs, None) == 2
+    assert _workers_for(inputs, None) == 1            # two cores: not worth the rows' trip back (measured)
+    monkeypatch.setattr(runner, "_cores", lambda: 4)
+    assert _workers_for(inputs, None) == 4
     assert _workers_for(kafka[:1], None) == 1         # one file: one reader
     with pytest.raises(ValueError, match="read_workers must be 1 or more"):
         run_audit([str(logs)], read_workers=0)
