@@ -158,19 +158,24 @@ def test_the_examples(monkeypatch, name):
     same(load_scenario(EXAMPLES / name), monkeypatch)
 
 
+
+def _three_brokers_70_partitions(produce_from: str) -> Simulation:
+    """Three brokers, one topic of 70 partitions (RF 3), a slow acks=all producer from ``produce_from`` on."""
+    return Simulation(parse_scenario(textwrap.dedent(f"""
+        name: rows
+        duration: 6s
+        cluster: {{brokers: [0, 1, 2]}}
+        topics: [{{name: t, partitions: 70, replication_factor: 3}}]
+        workload:
+          producers: [{{topics: [t], rate_per_s: 20, acks: all, start: {produce_from}, configs: {{linger.ms: 0}}}}]
+        steps: []
+        """), "<rows>"), sink=lambda rec: None)
+
 def test_rows_are_used_and_woken(monkeypatch):
     """The lazy path is taken (followers stay rows while nothing touches them) and a produce wakes only what it
     writes to."""
     monkeypatch.setattr(Replication, "pristine_min_rows", 0)
-    sim = Simulation(parse_scenario(textwrap.dedent("""
-        name: rows
-        duration: 6s
-        cluster: {brokers: [0, 1, 2]}
-        topics: [{name: t, partitions: 70, replication_factor: 3}]
-        workload:
-          producers: [{topics: [t], rate_per_s: 20, acks: all, start: 3s, configs: {linger.ms: 0}}]
-        steps: []
-        """), "<rows>"), sink=lambda rec: None)
+    sim = _three_brokers_70_partitions(produce_from="3s")
     sim.start()
     sim.run_until(2_900)
     r = sim.replication
@@ -258,15 +263,7 @@ def test_the_first_fetches_find_rows_by_identity(monkeypatch):
         return rows
     monkeypatch.setattr(PristineRows, "find", spy)
     monkeypatch.setattr(Replication, "pristine_min_rows", 0)
-    sim = Simulation(parse_scenario(textwrap.dedent("""
-        name: rows
-        duration: 6s
-        cluster: {brokers: [0, 1, 2]}
-        topics: [{name: t, partitions: 70, replication_factor: 3}]
-        workload:
-          producers: [{topics: [t], rate_per_s: 20, acks: all, start: 1s, configs: {linger.ms: 0}}]
-        steps: []
-        """), "<rows>"), sink=lambda rec: None)
+    sim = _three_brokers_70_partitions(produce_from="1s")
     sim.start()
     sim.run_until(3_000)
     assert sum(hits for _, hits in found) >= 2 * 140 * 0.9      # (followers' rows, then the leaders')
