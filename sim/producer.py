@@ -32,6 +32,7 @@ expiring, those it has.
 from __future__ import annotations
 
 from bisect import insort
+from math import inf
 from operator import itemgetter
 
 from sim.producer_config import producer_configs
@@ -46,6 +47,9 @@ _SEQUENCE = itemgetter(4)
 
 class Producer:
     """One producer of the workload (``spec`` is a :class:`sim.scenario.ProducerSpec`)."""
+
+    # Tests: drain with the loop over the whole accumulator (_drain_rounds_reference) instead of _drain_rounds.
+    drain_reference = False
 
     def __init__(self, sim, spec, index: int):
         self.sim = sim
@@ -66,7 +70,13 @@ class Producer:
         self.produced = 0            # messages handed to the accumulator so far
         self.cursor = 0              # round-robin position over the partitions
         self.fill = 0                # messages in the current partition's batch
-        self.accumulator: list[list] = []   # [tp, count, created_ms, ready_ms, sequence], by sequence
+        # The accumulator: each partition's batches by sequence (RecordAccumulator's deque per partition); the
+        # batches of all partitions, by sequence, are ``accumulator``.
+        self.queues: dict[tuple, list[list]] = {}
+        self.queued = 0              # batches in the accumulator
+        self.oldest = inf            # at most the earliest creation time of a batch in the accumulator
+        self.groups: dict[int, dict] = {}    # leader (-1: unknown) -> {tp: None} of the partitions with batches
+        self._grouped = None         # the ``leaders`` that ``groups`` was made from
         self.batches_made = 0        # the next batch's sequence
         self.draining = False        # a _drain is running (further down the stack)
         self.leaders: dict[str, list[int]] = {}      # topic -> the leader of each partition id (-1: unknown)
@@ -88,7 +98,7 @@ class Producer:
         now = sim.loop.now
         if now <= self.spec.stop_ms:
             self._add_messages(now)
-        elif not self.accumulator and not self.in_flight:
+        elif not self.queued and not self.in_flight:
             return
         # After ``stop`` no message is added, but the sender goes on retrying (or expiring) what it has.
         if self.needs_refresh or now - self.metadata_ms >= self.metadata_max_age_ms:
@@ -109,7 +119,7 @@ class Producer:
             return
         self.produced += due
         metrics.sent_messages += due
-        acc = self.accumulator
+        queues = self.queues
         open_batches = self.open_batches
         n = len(partitions)
         while due:
@@ -121,7 +131,15 @@ class Producer:
             else:
                 batch = open_batches[tp] = [tp, take, now, now, self.batches_made, 0]
                 self.batches_made += 1
-                acc.append(batch)
+                self.queued += 1
+                queue = queues.get(tp)
+                if queue is None:
+                    queues[tp] = [batch]
+                    self._group(tp)
+                else:
+                    queue.append(batch)
+                if now < self.oldest:
+                    self.oldest = now
             due -= take
             self.fill += take
             if self.fill >= self.per_batch:
@@ -138,6 +156,46 @@ class Producer:
         cache = source.metadata
         self.leaders = {topic: cache.leaders(topic).tolist() for topic in self.spec.topics}
 
+    @property
+    def accumulator(self) -> list[list]:
+        """The batches waiting, by sequence (the order they were made): a new list."""
+        return sorted((batch for queue in self.queues.values() for batch in queue), key=_SEQUENCE)
+
+    @accumulator.setter
+    def accumulator(self, batches: list[list]) -> None:
+        queues: dict[tuple, list[list]] = {}
+        for batch in batches:
+            queues.setdefault(batch[0], []).append(batch)
+        for queue in queues.values():
+            queue.sort(key=_SEQUENCE)
+        self.queues = queues
+        self.queued = len(batches)
+        self.oldest = min((batch[2] for batch in batches), default=inf)
+        self._grouped = None
+
+    def _leader(self, tp: tuple) -> int:
+        known = self.leaders.get(tp[0])
+        return known[tp[1]] if known is not None and tp[1] < len(known) else -1
+
+    def _group(self, tp: tuple) -> None:
+        """A partition's first batch came into the accumulator: into its leader's group (unless the groups
+        are to be made again, from new metadata)."""
+        if self._grouped is self.leaders:
+            self.groups.setdefault(self._leader(tp), {})[tp] = None
+
+    def _ungroup(self, leader: int, tp: tuple) -> None:
+        group = self.groups[leader]
+        del group[tp]
+        if not group:
+            del self.groups[leader]
+
+    def _regroup(self) -> None:
+        groups: dict[int, dict] = {}
+        for tp in self.queues:
+            groups.setdefault(self._leader(tp), {})[tp] = None
+        self.groups = groups
+        self._grouped = self.leaders
+
     def _drain(self, now: int) -> None:
         """The Sender's loop: each round drains every leader one request of at most one batch per partition
         (RecordAccumulator.drain: a partition's first batch, none while that one backs off), and rounds
@@ -146,11 +204,124 @@ class Producer:
             return      # re-entered by a request done as it was sent (acks 0 into a cut link): the loop goes on
         self.draining = True
         try:
-            self._drain_rounds(now)
+            if self.drain_reference:
+                self._drain_rounds_reference(now)
+            else:
+                self._drain_rounds(now)
         finally:
             self.draining = False
 
     def _drain_rounds(self, now: int) -> None:
+        """The rounds of ``_drain_rounds_reference``, visiting only what can change: the first batch of each
+        partition (a partition's queue), grouped by leader so that a leader in reconnect backoff or with
+        ``max_in_flight`` requests in flight is passed over whole; the expired batches only when the oldest
+        may be; and after the first round only the leaders sent to in the round before (nothing else changes
+        while the same drain goes on: the others stay blocked, backing off, or lingering with the same
+        batches)."""
+        if not self.queued:
+            return
+        if self._grouped is not self.leaders:
+            self._regroup()
+        if now - self.oldest >= self.delivery_timeout_ms:
+            self._expire(now)
+        queues = self.queues
+        groups = self.groups
+        linger = self.linger_ms
+        per_batch = self.per_batch
+        # leader -> (ready, the first batches it could be sent, the earliest linger end of its lingering ones)
+        drained: dict[int, tuple] = {}
+        visit = list(groups)
+        while self.queued:
+            for leader in visit:
+                drained.pop(leader, None)
+                tps = groups.get(leader)
+                if tps is None:
+                    continue
+                if leader < 0:
+                    if not self.needs_refresh:
+                        for tp in tps:
+                            if queues[tp][0][3] <= now:
+                                self.needs_refresh = True
+                                break
+                    continue
+                down = self.down.get(leader)
+                if (down is not None and down[0] > now) or len(self.requests.get(leader, ())) >= self.max_in_flight:
+                    continue
+                firsts = []
+                ready = False
+                wake = None
+                for tp in tps:
+                    batch = queues[tp][0]
+                    if batch[3] > now:
+                        continue
+                    firsts.append(batch)
+                    created = batch[2]
+                    if batch[5] or batch[1] >= per_batch or now - created >= linger:
+                        ready = True
+                    elif wake is None or created + linger < wake:
+                        wake = created + linger
+                if firsts:
+                    drained[leader] = (ready, firsts, wake)
+            send = sorted(leader for leader, (ready, _, _) in drained.items() if ready)
+            if linger and len(send) < len(drained):
+                # A leader none of whose batches is full, lingered enough or a retry is not ready: they wait.
+                self._wake_at(min(wake for _, _, wake in drained.values() if wake is not None))
+            else:
+                send = sorted(drained)
+            if not send:
+                return
+            requests = []
+            for leader in send:
+                batches = drained.pop(leader)[1]
+                batches.sort(key=_SEQUENCE)
+                for batch in batches:
+                    tp = batch[0]
+                    queue = queues[tp]
+                    del queue[0]
+                    if not queue:
+                        del queues[tp]
+                        self._ungroup(leader, tp)
+                self.queued -= len(batches)
+                requests.append((leader, batches))
+            for leader, batches in requests:
+                for batch in batches:
+                    if self.open_batches.get(batch[0]) is batch:
+                        del self.open_batches[batch[0]]     # sent: closed for appends
+                self._send(leader, batches)
+            visit = send
+
+    def _expire(self, now: int) -> None:
+        """The batches made ``delivery.timeout.ms`` ago or more fail (wherever they are in their partition's
+        queue), in the order they were made; ``oldest`` becomes the earliest creation time left."""
+        metrics = self.sim.metrics
+        timeout = self.delivery_timeout_ms
+        expired = []
+        oldest = inf
+        for tp, queue in list(self.queues.items()):
+            left = [batch for batch in queue if now - batch[2] < timeout]
+            if len(left) < len(queue):
+                expired.extend(batch for batch in queue if now - batch[2] >= timeout)
+                if left:
+                    self.queues[tp] = left
+                else:
+                    del self.queues[tp]
+                    self._ungroup(self._leader(tp), tp)
+            for batch in left:
+                if batch[2] < oldest:
+                    oldest = batch[2]
+        self.oldest = oldest
+        self.queued -= len(expired)
+        expired.sort(key=_SEQUENCE)
+        for batch in expired:
+            tp, count = batch[0], batch[1]
+            metrics.produce_error(DELIVERY_TIMEOUT, count, now, batches=1)
+            metrics.failed_messages += count
+            if self.open_batches.get(tp) is batch:
+                del self.open_batches[tp]
+
+    def _drain_rounds_reference(self, now: int) -> None:
+        """The drain as a loop over every batch of the accumulator, each round (what ``_drain_rounds`` must
+        do, kept for the tests)."""
         metrics = self.sim.metrics
         linger = self.linger_ms
         while self.accumulator:
@@ -266,10 +437,20 @@ class Producer:
 
     def _reenqueue(self, batches: list) -> None:
         """Batches to send again go back to the head of their partitions' queues, in the order they were
-        made (RecordAccumulator.reenqueue; with idempotence, insertInSequenceOrder): the accumulator is
-        kept in the order the batches were made."""
+        made (RecordAccumulator.reenqueue; with idempotence, insertInSequenceOrder): each queue is kept in
+        the order the batches were made."""
+        queues = self.queues
         for batch in batches:
-            insort(self.accumulator, batch, key=_SEQUENCE)
+            tp = batch[0]
+            queue = queues.get(tp)
+            if queue is None:
+                queues[tp] = [batch]
+                self._group(tp)
+            else:
+                insort(queue, batch, key=_SEQUENCE)
+            self.queued += 1
+            if batch[2] < self.oldest:
+                self.oldest = batch[2]
 
     def _sent_without_acks(self, batches: list, answered: list) -> None:
         """acks=0: sending completes the request (Kafka's futures complete with offset -1). What becomes
