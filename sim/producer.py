@@ -121,6 +121,9 @@ class Producer:
         metrics.sent_messages += due
         queues = self.queues
         open_batches = self.open_batches
+        leaders = self.leaders
+        groups = self.groups if self._grouped is leaders else None     # None: to be made again (new metadata)
+        made = self.batches_made
         n = len(partitions)
         while due:
             tp = partitions[self.cursor % n]
@@ -131,20 +134,28 @@ class Producer:
             else:
                 batch = open_batches[tp] = [tp, take, now, now, self.batches_made, 0]
                 self.batches_made += 1
-                self.queued += 1
                 queue = queues.get(tp)
-                if queue is None:
-                    queues[tp] = [batch]
-                    self._group(tp)
-                else:
+                if queue is not None:
                     queue.append(batch)
-                if now < self.oldest:
-                    self.oldest = now
+                else:
+                    queues[tp] = [batch]
+                    if groups is not None:      # _group, inline
+                        known = leaders.get(tp[0])
+                        leader = known[tp[1]] if known is not None and tp[1] < len(known) else -1
+                        group = groups.get(leader)
+                        if group is None:
+                            groups[leader] = {tp: None}
+                        else:
+                            group[tp] = None
             due -= take
             self.fill += take
             if self.fill >= self.per_batch:
                 self.fill = 0
                 self.cursor += 1
+        if self.batches_made > made:
+            self.queued += self.batches_made - made
+            if now < self.oldest:
+                self.oldest = now
 
     def _refresh_metadata(self, now: int) -> None:
         """A MetadataRequest to the first live broker the clients can reach; answered from its cache."""
