@@ -565,6 +565,7 @@ class Replication:
             self._become_many(b, batch, rows)
         finally:
             gc.enable()
+        self.sim.made_in_bulk()
 
     def _become_many(self, b: int, batch, rows) -> None:
         topic = batch.column("topic")

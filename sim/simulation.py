@@ -138,6 +138,8 @@ class Simulation:
         self._scheduler_timer = None
         self._by_id: list[tuple[int, SimBroker]] = []   # the brokers by id, for settle
         self._settle_due = False                          # an event was put on some controller's queue
+        self._in_run = False                              # inside run_until (its outermost call)
+        self._freezing = False                            # ... and freezing what is made in bulk (gc.freeze)
         self._armed_opened = -1
         self._started = False
         self.journal.set_time(0)
@@ -293,10 +295,30 @@ class Simulation:
         and again — a third of a 100,000-partition run's time."""
         old = gc.get_threshold()
         gc.set_threshold(*(max(a, b) for a, b in zip(old, GC_THRESHOLDS)))
+        # Nor does it scan again what was made before the run or in bulk during it (:meth:`made_in_bulk`): those
+        # objects are frozen (gc.freeze) for the run's length, and unfrozen after. Not if the embedding program
+        # froze objects itself (it would find them unfrozen).
+        outer = not self._in_run
+        freezing = outer and gc.get_freeze_count() == 0
+        if outer:
+            self._in_run = True
+            self._freezing = freezing
+            if freezing:
+                gc.freeze()
         try:
             self._run_until(time_ms, progress)
         finally:
+            if outer:
+                self._in_run = self._freezing = False
+                if freezing:
+                    gc.unfreeze()
             gc.set_threshold(*old)
+
+    def made_in_bulk(self) -> None:
+        """Many long-lived objects were just made at once (a broker's first LeaderAndIsr): during a run, they are
+        frozen out of the cyclic collector's scans (see :meth:`run_until`)."""
+        if self._freezing:
+            gc.freeze()
 
     def _run_until(self, time_ms: int, progress: Callable[[int, int], object] | None) -> None:
         # EventLoop.next_time and step, inlined: this loop runs thousands of times a simulated second.
