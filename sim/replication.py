@@ -854,28 +854,35 @@ class Replication:
         their ids."""
         out = np.empty(len(codes), dtype=object)
         out_ids = np.empty(len(codes), dtype=np.int64)
-        table = self._tp_table
         by_code = np.argsort(codes, kind="stable")
         sorted_codes = codes[by_code]
         starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
         for at in np.split(by_code, starts[1:]):
             name = names[int(codes[at[0]])]
             want = parts[at]
-            keys = table.get(name)
-            need = int(want.max()) + 1
-            if keys is None or len(keys) < need:
-                have = 0 if keys is None else len(keys)
-                grown = np.empty(max(need, 2 * have), dtype=object)
-                if have:
-                    grown[:have] = keys
-                grown[have:] = np.fromiter(zip(repeat(name), range(have, len(grown))), dtype=object,
-                                           count=len(grown) - have)
-                keys = table[name] = grown
-                ids = np.fromiter(map(id, grown[have:].tolist()), dtype=np.int64, count=len(grown) - have)
-                self._tp_ids[name] = ids if not have else np.concatenate((self._tp_ids[name], ids))
+            keys = self._key_table(name, int(want.max()) + 1)
             out[at] = keys[want]
             out_ids[at] = self._tp_ids[name][want]
         return out.tolist(), out_ids
+
+    def _key_table(self, name: str, need: int) -> np.ndarray:
+        """Topic ``name``'s table of (topic, partition) key objects (and of their ids), grown to at least ``need``."""
+        keys = self._tp_table.get(name)
+        if keys is None or len(keys) < need:
+            have = 0 if keys is None else len(keys)
+            grown = np.empty(max(need, 2 * have), dtype=object)
+            if have:
+                grown[:have] = keys
+            grown[have:] = np.fromiter(zip(repeat(name), range(have, len(grown))), dtype=object,
+                                       count=len(grown) - have)
+            keys = self._tp_table[name] = grown
+            ids = np.fromiter(map(id, grown[have:].tolist()), dtype=np.int64, count=len(grown) - have)
+            self._tp_ids[name] = ids if not have else np.concatenate((self._tp_ids[name], ids))
+        return keys
+
+    def tp_keys(self, topic: str, n: int) -> list[tuple]:
+        """The key objects of ``topic``'s partitions 0 .. n-1 (the ones the data plane uses)."""
+        return self._key_table(topic, n)[:n].tolist() if n else []
 
     @staticmethod
     def _row_table(column, rows) -> np.ndarray | None:

@@ -27,6 +27,7 @@ import heapq
 import json
 import random
 from collections.abc import Callable
+from itertools import chain
 
 import structlog
 
@@ -216,8 +217,9 @@ class Simulation:
     def producer_partitions(self, topics: tuple) -> list[tuple]:
         cached = self._producer_partitions.get(topics)
         if cached is None:
-            cached = self._producer_partitions[topics] = [
-                (t, p) for t in topics for p in range(self.topic_partitions.get(t, 0))]
+            keys = self.replication.tp_keys
+            cached = self._producer_partitions[topics] = list(chain.from_iterable(
+                keys(t, self.topic_partitions.get(t, 0)) for t in topics))
         return cached
 
     def _topics_changed(self) -> None:
