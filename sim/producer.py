@@ -174,6 +174,7 @@ class Producer:
 
     @accumulator.setter
     def accumulator(self, batches: list[list]) -> None:
+        """The batches waiting become ``batches`` (by sequence): how _drain_rounds_reference keeps them."""
         queues: dict[tuple, list[list]] = {}
         for batch in batches:
             queues.setdefault(batch[0], []).append(batch)
