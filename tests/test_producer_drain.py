@@ -62,7 +62,8 @@ def scenarios(draw) -> str:
             steps.append(f"action: start_broker, broker: {b}")
             down.discard(b)
         elif kind == "cut" and up:
-            steps.append(f"action: partition_network, isolate: {b}, from: {draw(st.sampled_from(['[all]', '[brokers]']))}")
+            cut_from = draw(st.sampled_from(["[all]", "[brokers]"]))
+            steps.append(f"action: partition_network, isolate: {b}, from: {cut_from}")
             cut = True
         elif kind == "cut_clients" and up:
             steps.append(f"action: partition_network, isolate: {b}, from: [clients]")
@@ -146,7 +147,7 @@ def same(text: str, monkeypatch) -> dict:
     return new
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenarios())
 def test_the_drain_and_the_reference_loop_agree(monkeypatch, text):
     same(text, monkeypatch)
