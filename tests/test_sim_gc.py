@@ -54,15 +54,16 @@ def test_bulk_objects_are_frozen_during_a_run_and_unfrozen_after(monkeypatch):
     records = run(monkeypatch, seen)
     assert len(seen) >= 3 and all(0 < before < after for before, after in seen)  # each broker's first LeaderAndIsr
     assert gc.get_freeze_count() == 0
-    # A program that froze objects itself: nothing is frozen or unfrozen for it, and the run is the same.
-    keep = [object() for _ in range(10)]
+    # A program that froze objects itself: nothing is frozen or unfrozen for it, and the run is the same. (Frozen
+    # objects still die when nothing refers to them: the count may only go down.)
+    keep = [[] for _ in range(10)]      # tracked objects, frozen and kept alive
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         seen_user: list = []
         assert run(monkeypatch, seen_user) == records
-        assert seen_user and all(counts == (frozen, frozen) for counts in seen_user)
-        assert gc.get_freeze_count() == frozen
+        assert seen_user and all(after <= before <= frozen for before, after in seen_user)
+        assert len(keep) <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
     del keep
