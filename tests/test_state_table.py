@@ -760,6 +760,19 @@ def test_a_large_batch_with_watched_rows_and_acting_handlers():
         _assert_same(worlds, results, f"{step} {op[0]}")
 
 
+
+def test_a_watcher_that_expires_the_session_mid_batch_fails_every_partition():
+    """A write's watcher expires the writer's session between two topics' runs of one update_leader_and_isr: the
+    client's next session must not carry the second run (found by the hypothesis test above)."""
+    worlds = _worlds()
+    empty = LeaderIsrAndControllerEpoch(LeaderAndIsr(0, 0, ()), 0)
+    ops = [("create", ([(("a", 1), empty), (("b", 3), empty)], "current", True)),
+           ("handler", ("a", 1, ("expire_writer", 0))),
+           ("update_many", ([(("a", 1), 0, 0, (), 0, "right"), (("b", 0), 0, 0, (), 0, "right")], 0, "current"))]
+    for step, op in enumerate(ops):
+        results = [apply(w, op) for w in worlds]
+        _assert_same(worlds, results, f"{step} {op[0]}")
+
 # --- the fast path is taken -----------------------------------------------------------------------------
 def test_unwatched_rows_are_written_as_arrays_and_watched_ones_one_by_one(clock, monkeypatch):
     zk = ZooKeeper(clock)

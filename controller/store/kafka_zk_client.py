@@ -888,8 +888,11 @@ class KafkaZkClient(PartitionStateColumnsMixin):
         finished: dict = {}
         retry: list = []
         check_failed = None
+        # One session for the whole batch, as its requests are in flight on one connection: if a watcher run by a
+        # write expires it, the client's new session must not carry the rest (they fail with the old one).
+        session_id = self._session_id
         for topic, items, (ps, leader, leader_epoch, isr, isr_len, recovery, version, ce, exp) in prepared:
-            out = self._zk.set_state_rows(self._session_id, topic, ps, ce, leader, leader_epoch, isr, isr_len,
+            out = self._zk.set_state_rows(session_id, topic, ps, ce, leader, leader_epoch, isr, isr_len,
                                           recovery, version, self._epoch_check(exp))
             if out.stopped >= 0:    # the session is gone: every partition fails with it, as _write_many raises
                 e = SessionExpiredError()
